@@ -1,0 +1,3 @@
+from onnx_masked_rnn.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,26 @@
+"""The numpy reference: the operators' semantics, and OpRun classes for ``ReferenceEvaluator``.
+
+``ReferenceEvaluator(model, new_ops=reference.OPS)`` runs models that contain the three ops.
+"""
+
+from onnx_masked_rnn.reference.op_masked_rnn import (
+    OPS,
+    MaskedGRU,
+    MaskedLSTM,
+    MaskedRNN,
+    masked_gru,
+    masked_lstm,
+    masked_recurrence,
+    masked_rnn,
+)
+
+__all__ = [
+    "OPS",
+    "MaskedGRU",
+    "MaskedLSTM",
+    "MaskedRNN",
+    "masked_gru",
+    "masked_lstm",
+    "masked_recurrence",
+    "masked_rnn",
+]
