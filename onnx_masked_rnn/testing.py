@@ -1,0 +1,142 @@
+"""Inputs and one-node models for tests, conformance cases and benchmarks.
+
+Mask patterns, random well-scaled inputs for any attribute combination, and a model holding one
+masked node, so every consumer builds them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+from onnx_masked_rnn.attributes import RNNAttributes
+
+MASK_KINDS = ("all_true", "right_padded", "left_padded", "holes", "one_row_masked", "all_masked")
+
+
+def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int = 0) -> np.ndarray:
+    """A ``[T, N]`` (``layout=0``) or ``[N, T]`` (``layout=1``) boolean mask of the named kind.
+
+    ``right_padded``/``left_padded``: each row keeps a random-length prefix/suffix (at least one
+    step, and one row of full length); ``holes``: about 30% of steps masked anywhere, every row
+    keeping at least one step; ``one_row_masked``: holes, but row 0 fully masked.
+    """
+    if kind not in MASK_KINDS:
+        raise ValueError(f"mask kind must be one of {MASK_KINDS}, got {kind!r}")
+    t = np.arange(T)[:, None]
+    if kind == "all_true":
+        m = np.ones((T, N), bool)
+    elif kind == "all_masked":
+        m = np.zeros((T, N), bool)
+    elif kind in ("right_padded", "left_padded"):
+        lengths = rng.integers(1, T + 1, size=N)
+        lengths[-1] = T
+        m = t < lengths if kind == "right_padded" else t >= T - lengths
+    else:
+        m = rng.random((T, N)) >= 0.3
+        m[rng.integers(0, T, size=N), np.arange(N)] = True
+        if kind == "one_row_masked":
+            m[:, 0] = False
+    return m.T.copy() if layout == 1 else m
+
+
+def random_inputs(
+    attrs: RNNAttributes,
+    T: int,
+    N: int,
+    I: int,
+    H: int,
+    *,
+    rng: np.random.Generator,
+    dtype: np.dtype | type = np.float32,
+    present: Sequence[str] = ("B", "initial_h", "initial_c", "P", "mask"),
+    mask_kind: str = "holes",
+    sequence_lens: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Random inputs for a node with these attributes, keyed by ONNX input name.
+
+    ``present`` names the optional inputs to include (those the op lacks are ignored);
+    ``sequence_lens`` is included when given. Weights are scaled so activations stay in range.
+    """
+    spec = attrs.spec
+    D, G = attrs.num_directions, spec.num_gates
+    scale = 1 / np.sqrt(H)
+
+    def normal(*shape: int, s: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * s).astype(dtype)
+
+    batch_first = attrs.layout == 1
+    out: dict[str, np.ndarray] = {
+        "X": normal(*((N, T, I) if batch_first else (T, N, I))),
+        "W": normal(D, G * H, I, s=scale),
+        "R": normal(D, G * H, H, s=scale),
+    }
+    state_shape = (N, D, H) if batch_first else (D, N, H)
+    optional = {
+        "B": lambda: normal(D, 2 * G * H, s=0.5),
+        "initial_h": lambda: normal(*state_shape, s=0.5),
+        "initial_c": lambda: normal(*state_shape, s=0.5),
+        "P": lambda: normal(D, 3 * H, s=0.5),
+        "mask": lambda: make_mask(mask_kind, T, N, rng, attrs.layout),
+    }
+    for name in present:
+        if name in spec.inputs and name in optional:
+            out[name] = optional[name]()
+    if sequence_lens is not None:
+        out["sequence_lens"] = np.asarray(sequence_lens, dtype=np.int32)
+    return out
+
+
+_ONNX_TYPES = {
+    np.dtype(np.float16): onnx.TensorProto.FLOAT16,
+    np.dtype(np.float32): onnx.TensorProto.FLOAT,
+    np.dtype(np.float64): onnx.TensorProto.DOUBLE,
+    np.dtype(np.int32): onnx.TensorProto.INT32,
+    np.dtype(np.int64): onnx.TensorProto.INT64,
+    np.dtype(np.bool_): onnx.TensorProto.BOOL,
+}
+
+
+def make_node(attrs: RNNAttributes, input_names: Sequence[str], name: str = "") -> onnx.NodeProto:
+    """The masked node with every attribute explicit; ``input_names`` are the present inputs'
+    ONNX names (absent optional inputs in between become ``""``)."""
+    spec = attrs.spec
+    last = max(spec.inputs.index(n) for n in input_names)
+    inputs = [n if n in input_names else "" for n in spec.inputs[: last + 1]]
+    return helper.make_node(
+        attrs.op_type,
+        inputs,
+        list(spec.outputs),
+        name=name or attrs.op_type,
+        domain=DOMAIN,
+        **attrs.to_onnx(),
+    )
+
+
+def make_model(
+    attrs: RNNAttributes, inputs: dict[str, np.ndarray], opset: int = 21, functions: Sequence = ()
+) -> onnx.ModelProto:
+    """A model whose graph is the one masked node; graph inputs are ``inputs`` (name -> array)
+    and outputs ``Y``, ``Y_h`` (and ``Y_c``), with static shapes. No function bodies attached."""
+    from onnx_masked_rnn.attributes import infer_shapes
+
+    spec = attrs.spec
+    node = make_node(attrs, list(inputs))
+    shapes = infer_shapes(attrs, [inputs[n].shape if n in inputs else None for n in spec.inputs])
+    dtype = _ONNX_TYPES[inputs["X"].dtype]
+    graph = helper.make_graph(
+        [node],
+        f"{attrs.op_type}_graph",
+        [helper.make_tensor_value_info(n, _ONNX_TYPES[v.dtype], v.shape) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(o, dtype, s) for o, s in zip(spec.outputs, shapes)],
+    )
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(DOMAIN, OPSET_VERSION)],
+        functions=list(functions),
+        ir_version=10,
+    )
