@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -190,6 +191,15 @@ def _as_int(name: str, value: Any, allowed: Sequence[int]) -> int:
     return value
 
 
+def _float32(value: float) -> float:
+    """``value`` rounded to float32: an ONNX float attribute holds no more, so a node and a direct
+    call with the same Python float compute the same thing."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def _as_floats(name: str, value: Any) -> list[float]:
     try:
         values = [float(v) for v in value]
@@ -226,7 +236,8 @@ def _resolve_activations(
             alpha = alpha_values.pop(0)
         if takes_beta and beta_values:
             beta = beta_values.pop(0)
-        resolved.append(Activation(canonical, alpha if takes_alpha else 0.0, beta if takes_beta else 0.0))
+        alpha, beta = (_float32(alpha) if takes_alpha else 0.0), (_float32(beta) if takes_beta else 0.0)
+        resolved.append(Activation(canonical, alpha, beta))
     for attr, left in (("activation_alpha", alpha_values), ("activation_beta", beta_values)):
         if left:
             raise ValueError(
@@ -265,7 +276,7 @@ def parse_attributes(op_type: str, **attributes: Any) -> RNNAttributes:
     clip = attributes.get("clip")
     if clip is not None:
         try:
-            clip = float(clip)
+            clip = _float32(float(clip))
         except (TypeError, ValueError):
             raise ValueError(f"attribute 'clip' must be a float, got {clip!r}") from None
         if math.isnan(clip) or clip <= 0:
@@ -370,6 +381,8 @@ def infer_shapes(attrs: RNNAttributes, shapes: Sequence[Sequence[Dim] | None]) -
             expect("R", 2, R[2], H, "hidden_size")
         else:
             H = R[2]
+        if isinstance(H, int):
+            expect("R", 1, R[1], G * H, f"{G} gates x hidden_size")
     if W is not None:
         expect("W", 0, W[0], D, f"num_directions of direction={attrs.direction!r}")
         expect("W", 2, W[2], I, "input_size, the last axis of X")

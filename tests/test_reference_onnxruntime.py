@@ -1,0 +1,182 @@
+"""The numpy reference against onnxruntime's own LSTM, GRU and RNN (CPU, opset 22).
+
+Every attribute onnxruntime supports appears in some case: the three directions, all eleven
+activations with ``activation_alpha``/``activation_beta`` given in full, in part or not at all,
+``clip``, ``input_forget``, peepholes, ``linear_before_reset``, initial states and ``B`` present or
+absent. Each case runs without a mask (the outputs must agree) and with a right-padded mask in
+``"zero"`` mode against onnxruntime given the same lengths as ``sequence_lens``; a row of length 0
+is where the contract differs from onnxruntime (``Y_h``/``Y_c`` are ``initial_h``/``initial_c`` here,
+zeros there). onnxruntime's CPU kernels refuse ``layout=1``, so the reference runs each case in
+both layouts and its batch-major outputs, transposed, are compared with onnxruntime's.
+onnxruntime has only float32 kernels for these ops (float64 is checked against PyTorch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from oracles import REFERENCE, assert_close, batch_major_inputs, time_major_outputs
+
+from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, OP_SPECS, parse_attributes
+from onnx_masked_rnn.testing import random_inputs
+
+OPSET = 22
+T, N, I, H = 6, 5, 3, 4
+NAMES = sorted(ACTIVATIONS)
+# A gate (LSTM/GRU's first activation) multiplies the state: an unbounded one makes the state grow
+# super-exponentially, and float32 rounding with it, unless `clip` bounds its argument.
+BOUNDED = {"Sigmoid", "HardSigmoid", "Tanh", "ScaledTanh", "Softsign"}
+CASES_PER_OP = 12
+_ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
+
+
+def _case(op_type: str, i: int, first_activation: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Case ``i`` of ``op_type``: its ONNX attributes and present optional inputs. Attribute values
+    rotate with different periods so that every value appears and combinations vary."""
+    spec = OP_SPECS[op_type]
+    direction = DIRECTIONS[i % 3]
+    num_names = spec.num_activations * (2 if direction == "bidirectional" else 1)
+    attributes: dict[str, Any] = {"hidden_size": H, "direction": direction}
+    if i:  # case 0 keeps the default activations
+        names = [NAMES[(first_activation + j) % len(NAMES)] for j in range(num_names)]
+        attributes["activations"] = names
+        rng = np.random.default_rng(i)
+        num_alpha = sum(ACTIVATIONS[n][0] for n in names)
+        num_beta = sum(ACTIVATIONS[n][1] for n in names)
+        # All parameters given, the first half (the rest take onnxruntime's defaults), or none.
+        given = (num_alpha, num_alpha // 2, 0)[i // 3 % 3], (num_beta, num_beta // 2, 0)[i // 3 % 3]
+        if given[0]:
+            attributes["activation_alpha"] = rng.uniform(0.5, 1.5, given[0]).round(3).tolist()
+        if given[1]:
+            attributes["activation_beta"] = rng.uniform(0.1, 0.9, given[1]).round(3).tolist()
+    gates = attributes.get("activations", ())[:: spec.num_activations] if op_type != "MaskedRNN" else ()
+    if i % 4 == 1 or not BOUNDED.issuperset(gates):
+        attributes["clip"] = 0.8
+    present = ["initial_h", "initial_c"] if i % 4 != 3 else []
+    if i % 4 != 2:
+        present.append("B")
+    if op_type == "MaskedLSTM":
+        attributes["input_forget"] = i % 2
+        if i % 4 != 0:
+            present.append("P")
+    if op_type == "MaskedGRU":
+        attributes["linear_before_reset"] = i % 2
+    return attributes, tuple(present)
+
+
+def _all_cases() -> list[tuple[str, int, dict[str, Any], tuple[str, ...]]]:
+    cases = []
+    for op_type in OP_SPECS:
+        first = 0
+        for i in range(CASES_PER_OP):
+            attributes, present = _case(op_type, i, first)
+            cases.append((op_type, i, attributes, present))
+            first += len(attributes.get("activations", ()))
+    return cases
+
+
+CASES = _all_cases()
+
+
+def test_every_attribute_value_is_covered() -> None:
+    """The rotation above really reaches every activation in every op and every direction."""
+    for op_type in OP_SPECS:
+        ops = [c for c in CASES if c[0] == op_type]
+        names = {n for _, _, a, _ in ops for n in a.get("activations", ())}
+        assert names == set(NAMES), (op_type, set(NAMES) - names)
+        assert {a["direction"] for _, _, a, _ in ops} == set(DIRECTIONS)
+        assert any("activation_alpha" in a for _, _, a, _ in ops)
+        assert {"clip" in a for _, _, a, _ in ops} == {True, False}
+        for direction in DIRECTIONS:  # each optional input present and absent in every direction
+            present = [p for _, _, a, p in ops if a["direction"] == direction]
+            for name in set(OP_SPECS[op_type].inputs) & {"B", "initial_h", "initial_c", "P"}:
+                assert {name in p for p in present} == {True, False}, (op_type, direction, name)
+
+
+def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]) -> list:
+    """onnxruntime's native op for ``op_type`` (layout 0) on ``inputs`` (ONNX names; no mask)."""
+    spec = OP_SPECS[op_type]
+    names = [n for n in spec.inputs if n != "mask"]
+    last = max(names.index(n) for n in inputs)
+    node = helper.make_node(
+        spec.onnx_op_type,
+        [n if n in inputs else "" for n in names[: last + 1]],
+        list(spec.outputs),
+        **attributes,
+    )
+    graph = helper.make_graph(
+        [node],
+        "native",
+        [helper.make_tensor_value_info(n, _ONNX_TYPE[v.dtype], v.shape) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+def run_reference_both_layouts(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
+    """The reference on time-major ``inputs`` in layout 0, and in layout 1 on the same inputs
+    transposed, with the layout-1 outputs transposed back; both must agree exactly."""
+    reference = REFERENCE[op_type]
+    time_major = reference(**inputs, **attributes, layout=0)
+    batch_major = time_major_outputs(reference(**batch_major_inputs(inputs), **attributes, layout=1))
+    for a, b in zip(time_major, batch_major):
+        np.testing.assert_array_equal(a, b)
+    return time_major
+
+
+@pytest.mark.parametrize(
+    "op_type, i, attributes, present", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]['direction']}" for c in CASES]
+)
+def test_no_mask(op_type: str, i: int, attributes: dict[str, Any], present: tuple[str, ...]) -> None:
+    inputs = random_inputs(
+        parse_attributes(op_type, **attributes),
+        T,
+        N,
+        I,
+        H,
+        rng=np.random.default_rng(100 + i),
+        present=present,
+    )
+    expected = run_onnxruntime(op_type, attributes, inputs)
+    actual = run_reference_both_layouts(op_type, attributes, inputs)
+    assert_close("onnxruntime float32", actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "op_type, i, attributes, present", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]['direction']}" for c in CASES]
+)
+def test_right_padded_mask_is_sequence_lens(
+    op_type: str, i: int, attributes: dict[str, Any], present: tuple[str, ...]
+) -> None:
+    rng = np.random.default_rng(200 + i)
+    inputs = random_inputs(parse_attributes(op_type, **attributes), T, N, I, H, rng=rng, present=present)
+    lengths = rng.integers(0, T + 1, N).astype(np.int32)
+    lengths[:2] = 0, T
+    mask = np.arange(T)[:, None] < lengths[None, :]
+    expected = run_onnxruntime(op_type, attributes, {**inputs, "sequence_lens": lengths})
+
+    masked = run_reference_both_layouts(
+        op_type, {**attributes, "masked_output": "zero"}, {**inputs, "mask": mask}
+    )
+    with_lens = run_reference_both_layouts(
+        op_type, {**attributes, "masked_output": "zero"}, {**inputs, "sequence_lens": lengths}
+    )
+    for a, b in zip(masked, with_lens):
+        np.testing.assert_array_equal(a, b)
+
+    # Rows of length 0: the contract keeps the initial state where onnxruntime returns zeros.
+    empty = lengths == 0
+    for name, ours, theirs in zip(("initial_h", "initial_c"), masked[1:], expected[1:]):
+        initial = inputs.get(name, np.zeros_like(ours))
+        np.testing.assert_array_equal(ours[:, empty], initial[:, empty])
+        np.testing.assert_array_equal(theirs[:, empty], 0)
+        theirs[:, empty] = ours[:, empty]
+    assert_close("onnxruntime float32", masked, expected, rtol=1e-5, atol=1e-5)
