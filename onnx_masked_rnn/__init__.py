@@ -2,5 +2,7 @@
 
 from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+from onnx_masked_rnn.inline import attach_functions, inline
+from onnx_masked_rnn.schemas import register_schemas
 
-__all__ = ["DOMAIN", "OPSET_VERSION", "reference"]
+__all__ = ["DOMAIN", "OPSET_VERSION", "attach_functions", "inline", "reference", "register_schemas"]
