@@ -105,8 +105,11 @@ def _model_opset(model: onnx.ModelProto) -> int:
     return opset
 
 
-def _configuration(node: onnx.NodeProto) -> tuple[RNNAttributes, frozenset[str]]:
-    """The node's attributes and the optional inputs it supplies."""
+Configuration = tuple[RNNAttributes, frozenset[str], int]
+
+
+def _configuration(node: onnx.NodeProto) -> Configuration:
+    """The node's attributes, the optional inputs it supplies and how many outputs it lists."""
     try:
         attrs = parse_node(node)
     except ValueError as error:
@@ -117,14 +120,30 @@ def _configuration(node: onnx.NodeProto) -> tuple[RNNAttributes, frozenset[str]]
             f"node {node.name!r} ({node.op_type}) must have inputs X, W, R and at most "
             f"{len(spec.inputs)} inputs {list(spec.inputs)}, got {list(node.input)}"
         )
+    if not 1 <= len(node.output) <= len(spec.outputs):
+        raise ValueError(
+            f"node {node.name!r} ({node.op_type}) must have 1 to {len(spec.outputs)} outputs "
+            f"{list(spec.outputs)}, got {list(node.output)}"
+        )
     present = frozenset(name for name, value in zip(spec.inputs[3:], node.input[3:]) if value)
-    return attrs, present
+    return attrs, present, len(node.output)
 
 
-def _overload(attrs: RNNAttributes, present: frozenset[str]) -> str:
+def _overload(configuration: Configuration) -> str:
     """A short stable key naming one configuration."""
-    key = repr((attrs, sorted(present)))
+    attrs, present, num_outputs = configuration
+    key = repr((attrs, sorted(present), num_outputs))
     return f"{attrs.direction}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def _body(builder: Builder, configuration: Configuration, opset: int, overload: str) -> onnx.FunctionProto:
+    """The function a node of this configuration calls. A function may not declare more
+    outputs than its caller lists, so the trailing outputs the node omits are dropped."""
+    attrs, present, num_outputs = configuration
+    body = builder(attrs, present, opset)
+    del body.output[num_outputs:]
+    body.overload = overload
+    return body
 
 
 def _is_body(function: onnx.FunctionProto) -> bool:
@@ -147,11 +166,10 @@ def _expand_in_functions(model: onnx.ModelProto, op_types: set[str], builder: Bu
             continue
         bodies = {}
         for node in nodes:
-            attrs, present = _configuration(node)
-            node.overload = _overload(attrs, present)
+            configuration = _configuration(node)
+            node.overload = _overload(configuration)
             if node.overload not in bodies:
-                bodies[node.overload] = builder(attrs, present, opset)
-                bodies[node.overload].overload = node.overload
+                bodies[node.overload] = _body(builder, configuration, opset, node.overload)
         scratch = helper.make_model(
             helper.make_graph([], "scratch", [], []),
             opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(DOMAIN, OPSET_VERSION)],
@@ -191,13 +209,11 @@ def _attach(model: onnx.ModelProto, builder: Builder) -> tuple[onnx.ModelProto, 
 
     bodies: dict[tuple[str, str], onnx.FunctionProto] = {}
     for node in filter(_is_masked, _nodes(out)):
-        attrs, present = _configuration(node)
-        overload = "" if (node.op_type, (attrs, present)) in default else _overload(attrs, present)
+        configuration = _configuration(node)
+        overload = "" if (node.op_type, configuration) in default else _overload(configuration)
         _set_overload(node, overload)
         if (node.op_type, overload) not in bodies:
-            body = builder(attrs, present, opset)
-            body.overload = overload
-            bodies[node.op_type, overload] = body
+            bodies[node.op_type, overload] = _body(builder, configuration, opset, overload)
     # Bodies already in the model (from an earlier call) are replaced, not duplicated.
     kept = [f for f in out.functions if not _is_body(f)]
     del out.functions[:]

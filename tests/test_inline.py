@@ -393,3 +393,19 @@ def test_local_functions_with_several_configurations():
     (kept,) = [n for f in attached.functions if f.domain == "local" for n in f.node]
     assert (kept.domain, kept.overload) == (DOMAIN, "")  # the node stays, default overload
     assert attach_functions(attached).SerializeToString() == attached.SerializeToString()
+
+
+@pytest.mark.parametrize("op_type", list(OP_SPECS))
+def test_nodes_listing_fewer_outputs(op_type):
+    """A node may list only its leading outputs (``[Y]``, ``[Y, Y_h]``) or leave one empty: the
+    attached function declares no more outputs than its caller lists, which onnxruntime and the
+    full checker require; the two nodes get different overloads."""
+    attrs = parse_attributes(op_type, direction="bidirectional")
+    feeds = random_inputs(attrs, T, N, I, H, rng=np.random.default_rng(5), present=("B", "mask"))
+    expected = REFERENCE[op_type](**feeds, **attrs.to_onnx())
+    present = ["X", "W", "R", "B", "mask"]
+    nodes = [node(attrs, present, ["Y_only"], "only_y"), node(attrs, present, ["", "Y_h_only"], "only_h")]
+    model = model_of(nodes, feeds, {"Y_only": expected[0].shape, "Y_h_only": expected[1].shape})
+    both_paths(model, feeds, expected[:2], f"{op_type} output subsets")
+    attached = attach_functions(model)
+    assert sorted(len(f.output) for f in attached.functions) == [1, 2]
