@@ -1,0 +1,223 @@
+"""The conformance runner's backends, each with onnx's ``Backend`` interface.
+
+``prepare(model, device)`` returns a representation whose ``run(inputs)`` maps the graph's input
+arrays (in order) to its output arrays; ``supports_device(device)``; a backend raises
+``unittest.SkipTest(reason)`` from ``prepare`` for a model it does not claim to run (onnx's own
+backend-test runner treats that exception the same way). Built in:
+
+- ``onnxruntime``: an ``onnxruntime.InferenceSession`` on the CPU.
+- ``reference``: the numpy reference of this package; it runs models whose graph is one masked node
+  and skips the expanded variants (standard-op graphs, for which it has no implementation).
+- ``onnx-reference``: ``onnx.reference.ReferenceEvaluator`` with ``reference.OPS``: masked nodes
+  through ``OPS``, expanded graphs with onnx's own op implementations, skipping graphs that use
+  features those implementations lack (their Scan raises, their LSTM/GRU/RNN silently ignore).
+
+``resolve("module:Name")`` loads any other object with that interface, e.g.
+``onnxruntime.backend.backend:OnnxRuntimeBackend`` (or the module ``onnxruntime.backend``), or a
+vendor's backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import unittest
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onnx_masked_rnn import reference
+from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
+from onnx_masked_rnn.conformance.expect import REFERENCE_FUNCTIONS
+
+__all__ = ["BUILTIN", "OnnxReferenceBackend", "OnnxRuntimeBackend", "ReferenceBackend", "resolve"]
+
+
+class _Rep:
+    """A prepared model: ``run(inputs)`` -> outputs, as ``onnx.backend.base.BackendRep``."""
+
+    def __init__(self, run: Callable[[list[np.ndarray]], Sequence[np.ndarray]]) -> None:
+        self._run = run
+
+    def run(self, inputs: Sequence[np.ndarray], **kwargs: Any) -> list[np.ndarray]:
+        return list(self._run(list(inputs)))
+
+
+class _CPUBackend:
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device == "CPU"
+
+
+# onnxruntime's CPU LSTM/GRU/RNN kernels are float-only, though ONNX defines them for double too.
+_ORT_NO_DOUBLE_KERNEL = re.compile(
+    r"(LSTM|GRU|RNN) operator does not support double|Could not find an implementation for (LSTM|GRU|RNN)\("
+)
+
+
+class OnnxRuntimeBackend(_CPUBackend):
+    """onnxruntime ``InferenceSession`` on ``CPUExecutionProvider``, one intra-op thread.
+
+    A double-precision graph that fails for want of a double LSTM/GRU/RNN kernel is skipped
+    with that reason (an onnxruntime limitation, not a fault of the graph)."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.log_severity_level = 4  # errors come back as exceptions; do not log them too
+        double = model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+
+        def guard(step: Callable[[], Any]) -> Any:
+            try:
+                return step()
+            except Exception as exc:
+                if double and _ORT_NO_DOUBLE_KERNEL.search(str(exc)):
+                    raise unittest.SkipTest(
+                        "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
+                    ) from None
+                raise
+
+        session = guard(
+            lambda: ort.InferenceSession(
+                model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+            )
+        )
+        names = [i.name for i in session.get_inputs()]
+        return _Rep(lambda inputs: guard(lambda: session.run(None, dict(zip(names, inputs)))))
+
+
+class ReferenceBackend(_CPUBackend):
+    """The numpy reference (``onnx_masked_rnn.reference``) applied to a one-masked-node graph."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        nodes = model.graph.node
+        if len(nodes) != 1 or nodes[0].domain != DOMAIN or nodes[0].op_type not in OP_SPECS:
+            raise unittest.SkipTest(
+                "expanded variant (standard ops only): the numpy reference evaluates the masked node "
+                "alone; --backend onnx-reference runs these graphs"
+            )
+        node = nodes[0]
+        spec = OP_SPECS[node.op_type]
+        attributes = attributes_from_node(node)
+        graph_inputs = [i.name for i in model.graph.input]
+
+        def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            values = dict(zip(graph_inputs, inputs))
+            kwargs = {name: values[v] for name, v in zip(spec.inputs, node.input) if v}
+            outputs = REFERENCE_FUNCTIONS[node.op_type](**kwargs, **attributes)
+            return [o for o, name in zip(outputs, node.output) if name]
+
+        return _Rep(run)
+
+
+def _nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
+    """Every node the onnx-reference backend evaluates with onnx's own ops: main graph,
+    subgraphs, local functions other than the masked ops' bodies (``reference.OPS`` runs those)."""
+
+    def walk(nodes: Sequence[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+        for node in nodes:
+            yield node
+            for attr in node.attribute:
+                for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                    yield from walk(graph.node)
+
+    yield from walk(model.graph.node)
+    for function in model.functions:
+        if not _is_masked_op_body(function):
+            yield from walk(function.node)
+
+
+def _is_masked_op_body(function: onnx.FunctionProto) -> bool:
+    """A MaskedLSTM/GRU/RNN body: the onnx-reference backend runs those ops with reference.OPS."""
+    return function.domain == DOMAIN and function.name in OP_SPECS
+
+
+_DEFAULT_ACTIVATIONS = {s.onnx_op_type: [a.lower() for a in s.default_activations] for s in OP_SPECS.values()}
+
+
+def onnx_reference_limitation(model: onnx.ModelProto) -> str | None:
+    """Why ``onnx.reference`` cannot run this graph, or None.
+
+    Its Scan raises for scan axes or directions other than 0; its LSTM/GRU/RNN silently ignore
+    ``sequence_lens``, ``activations`` (always the defaults), ``clip`` and ``input_forget`` (onnx 1.23).
+    """
+    for node in _nodes(model):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type == "Scan":
+            for attr in node.attribute:
+                if attr.name.startswith("scan_") and any(attr.ints):
+                    return f"onnx.reference's Scan implements only {attr.name} = 0; this graph sets others"
+        elif node.op_type in ("LSTM", "GRU", "RNN"):
+            if len(node.input) > 4 and node.input[4]:
+                return f"onnx.reference's {node.op_type} ignores sequence_lens, which this graph uses"
+            defaults = _DEFAULT_ACTIVATIONS[node.op_type]
+            for attr in node.attribute:
+                names = [a.decode().lower() for a in attr.strings]
+                if (
+                    attr.name == "clip"
+                    or (attr.name == "input_forget" and attr.i)
+                    or (attr.name == "activations" and names not in (defaults, defaults * 2))
+                ):
+                    return f"onnx.reference's {node.op_type} ignores {attr.name}, which this graph sets"
+    return None
+
+
+class OnnxReferenceBackend(_CPUBackend):
+    """``onnx.reference.ReferenceEvaluator(model, new_ops=reference.OPS)``."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        from onnx.reference import ReferenceEvaluator
+
+        reason = onnx_reference_limitation(model)
+        if reason:
+            raise unittest.SkipTest(reason)
+        # The masked ops' bodies are never called (OPS takes precedence), but the evaluator would
+        # still load them and trip over their reverse Scans: drop them.
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        kept = [f for f in model.functions if not _is_masked_op_body(f)]
+        del model.functions[:]
+        model.functions.extend(kept)
+        evaluator = ReferenceEvaluator(model, new_ops=reference.OPS)
+        names = [i.name for i in model.graph.input]
+        return _Rep(lambda inputs: evaluator.run(None, dict(zip(names, inputs))))
+
+
+BUILTIN: dict[str, Any] = {
+    "onnxruntime": OnnxRuntimeBackend,
+    "reference": ReferenceBackend,
+    "onnx-reference": OnnxReferenceBackend,
+}
+
+
+def resolve(spec: str) -> Any:
+    """A built-in backend by name, or ``module:Name`` (``module`` alone when the module itself has
+    ``prepare``) for any object with onnx's ``Backend`` interface.
+
+    Sets ``ALLOW_RELEASED_ONNX_OPSET_ONLY=0`` unless already set, before importing the module:
+    ``onnxruntime.backend`` otherwise refuses every model with a custom domain.
+    """
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    module_name, _, attr = spec.partition(":")
+    os.environ.setdefault("ALLOW_RELEASED_ONNX_OPSET_ONLY", "0")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--backend {spec!r}: cannot import {module_name!r}: {exc}") from None
+    backend = getattr(module, attr, None) if attr else module
+    if backend is None:
+        raise ValueError(f"--backend {spec!r}: module {module_name!r} has no attribute {attr!r}")
+    missing = [m for m in ("prepare", "supports_device") if not callable(getattr(backend, m, None))]
+    if missing:
+        raise ValueError(f"--backend {spec!r} lacks {missing} of onnx's Backend interface")
+    return backend
