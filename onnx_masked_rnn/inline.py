@@ -231,6 +231,45 @@ def _attach(model: onnx.ModelProto, builder: Builder) -> tuple[onnx.ModelProto, 
     return out, True
 
 
+def _static_shapes(model: onnx.ModelProto) -> dict[str, list[int | None]]:
+    """Every value's shape the model states or onnx's shape inference derives, by name, in the
+    main graph and its subgraphs (unknown dims are ``None``)."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a best effort; the shapes the model states still count
+        pass
+    shapes: dict[str, list[int | None]] = {}
+    for graph in _graphs(model.graph):
+        for initializer in graph.initializer:
+            shapes[initializer.name] = list(initializer.dims)
+        for info in (*graph.input, *graph.value_info, *graph.output):
+            if info.type.tensor_type.HasField("shape"):
+                dims = info.type.tensor_type.shape.dim
+                shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    return shapes
+
+
+def _with_hidden_sizes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` whose masked nodes all state ``hidden_size``, which the native kernels
+    require: a node that omits it gets the last axis of its ``R``, which must be static."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    missing = [n for n in _nodes(out) if _is_masked(n) and "hidden_size" not in {a.name for a in n.attribute}]
+    if not missing:
+        return out
+    shapes = _static_shapes(out)
+    for node in missing:
+        r_shape = shapes.get(node.input[2]) if len(node.input) > 2 else None
+        if not r_shape or len(r_shape) != 3 or not r_shape[2]:
+            raise ValueError(
+                f"node {node.name!r} ({node.op_type}): the native expansion needs attribute "
+                f"'hidden_size', which the node omits, and the last axis of its input R "
+                f"{node.input[2]!r} is not static (shape {r_shape}); set hidden_size on the node"
+            )
+        node.attribute.append(helper.make_attribute("hidden_size", r_shape[2]))
+    return out
+
+
 def attach_functions(model: onnx.ModelProto) -> onnx.ModelProto:
     """Return ``model`` with its masked nodes kept and the Scan + Where functions they call added
     as model-local functions (one overload per configuration), so onnxruntime runs it as is.
@@ -251,6 +290,8 @@ def inline(model: onnx.ModelProto, strategy: str = "scan") -> onnx.ModelProto:
     ai.onnx opset outside the supported range.
     """
     builder = _builder(strategy)
+    if strategy == "native":
+        model = _with_hidden_sizes(model)
     attached, had_masked_nodes = _attach(model, builder)
     if not had_masked_nodes:
         return attached

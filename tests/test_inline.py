@@ -409,3 +409,20 @@ def test_nodes_listing_fewer_outputs(op_type):
     both_paths(model, feeds, expected[:2], f"{op_type} output subsets")
     attached = attach_functions(model)
     assert sorted(len(f.output) for f in attached.functions) == [1, 2]
+
+
+def test_native_strategy_takes_hidden_size_from_a_static_R():
+    """The native kernels need ``hidden_size``; a node that omits it gets R's last axis when R's
+    shape is static, and a clear error naming the attribute and R when it is not."""
+    attrs = parse_attributes("MaskedLSTM", direction="reverse")
+    feeds = lstm_inputs(attrs)
+    expected = REFERENCE["MaskedLSTM"](**feeds, **attrs.to_onnx())
+    model = make_model(attrs, feeds)
+    assert "hidden_size" not in {a.name for a in model.graph.node[0].attribute}
+    inlined = inline(model, "native")
+    assert_standard(inlined)
+    assert_close("native, hidden_size from R", run(inlined, feeds), expected, **TOLERANCE)
+    for dim in model.graph.input[2].type.tensor_type.shape.dim:
+        dim.dim_param = "unknown"
+    with pytest.raises(ValueError, match=r"hidden_size.*'R'"):
+        inline(model, "native")
