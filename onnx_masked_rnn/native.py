@@ -29,6 +29,7 @@ Scan expansion (float16 runs, computed in float32 like the reference).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Set
 
 import onnx
@@ -36,7 +37,7 @@ import onnx_ir as ir
 from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
-from onnx_masked_rnn.attributes import RNNAttributes
+from onnx_masked_rnn.attributes import ACTIVATIONS, RNNAttributes
 from onnx_masked_rnn.functions import check_opset
 
 __all__ = ["build_native_function"]
@@ -83,6 +84,24 @@ def build_native_function(attrs: RNNAttributes, present: Set[str], opset: int) -
     proto = ir.serde.serialize_function(function)
     proto.attribute.extend(spec.attribute_names)
     return proto
+
+
+def _ambiguous_rnn_parameters(attrs: RNNAttributes) -> bool:
+    """Whether a bidirectional RNN's ``activation_alpha``/``activation_beta`` mean different
+    things to the ONNX specification and to onnxruntime's RNN kernel.
+
+    The specification consumes the values in the order of the activations, only by those that
+    take them (as onnxruntime's LSTM and GRU kernels do); onnxruntime's RNN kernel reads value
+    ``d`` for direction ``d``. The two agree unless exactly one direction's activation takes the
+    parameter; then the expansion runs the directions as two RNNs, where they agree again.
+    """
+    if attrs.op_type != "MaskedRNN" or attrs.num_directions == 1:
+        return False
+    for which in (0, 1):  # alpha, beta
+        takes = [ACTIVATIONS[acts[0].name][which] for acts in attrs.activations]
+        if takes[0] != takes[1]:
+            return True
+    return False
 
 
 class _MaskedToNative:
@@ -202,12 +221,43 @@ class _MaskedToNative:
         """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``."""
         spec = self.attrs.spec
         given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
+        outputs = len(spec.outputs) if outputs is None else outputs[: len(spec.outputs)]
+        if _ambiguous_rnn_parameters(self.attrs):
+            return self.native_per_direction(given, outputs)
+        return self.native_op(self.attrs, given, outputs)
+
+    def native_op(
+        self, attrs: RNNAttributes, given: dict[str, ir.Value | None], outputs: int | list[str]
+    ) -> list[ir.Value]:
+        spec = attrs.spec
         args = [given.get(name) for name in spec.inputs[: spec.mask_index]]
         while args[-1] is None:
             args.pop()
-        attributes = self.attrs.to_onnx(include_masked_output=False) | {"layout": 0}
-        outputs = len(spec.outputs) if outputs is None else outputs[: len(spec.outputs)]
+        attributes = attrs.to_onnx(include_masked_output=False) | {"layout": 0}
         return getattr(self.op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
+
+    def native_per_direction(
+        self, given: dict[str, ir.Value | None], outputs: int | list[str]
+    ) -> list[ir.Value]:
+        """A bidirectional RNN as a forward and a reverse RNN, each with its own weights and
+        activation (see :func:`_ambiguous_rnn_parameters`), concatenated."""
+        op = self.op
+        halves = []
+        for d, direction in enumerate(("forward", "reverse")):
+            one = dataclasses.replace(
+                self.attrs, direction=direction, activations=(self.attrs.activations[d],)
+            )
+            weights = {
+                name: op.Slice(given[name], [d], [d + 1], [0]) if given.get(name) is not None else None
+                for name in ("W", "R", "B", "initial_h")
+            }
+            halves.append(self.native_op(one, {**given, **weights}, 2))
+        (Y_f, Y_h_f), (Y_b, Y_h_b) = halves
+        names = [None, None] if isinstance(outputs, int) else outputs
+        return [
+            op.Concat(Y_f, Y_b, axis=1, _outputs=names[:1] if names[0] else 1),
+            op.Concat(Y_h_f, Y_h_b, axis=0, _outputs=names[1:2] if names[1] else 1),
+        ]
 
     def time_major(self, X: ir.Value) -> ir.Value:
         return self.op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X

@@ -276,23 +276,25 @@ def test_function_contract(op_type, direction):
 @pytest.mark.parametrize(
     ("op_type", "attributes", "matmuls"),
     [
-        ("MaskedLSTM", {}, 1),
-        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 1),
-        ("MaskedGRU", {"linear_before_reset": 1}, 1),
-        ("MaskedGRU", {"linear_before_reset": 0}, 2),  # the h gate needs r ⊙ H first
+        ("MaskedLSTM", {}, 2),  # i, o, f (activation f) and c (activation g)
+        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 2),
+        ("MaskedGRU", {"linear_before_reset": 1}, 2),  # z, r (activation f) and h (activation g)
+        ("MaskedGRU", {"linear_before_reset": 0}, 2),
         ("MaskedRNN", {}, 1),
     ],
 )
 def test_scan_body_is_lean(op_type, attributes, matmuls):
-    """The step computes H·Rᵀ (one MatMul for all gates where the cell allows), no transposes,
-    and nothing that does not depend on the state: X·Wᵀ + Wb + Rb is computed before the Scan."""
+    """The step computes H·Rᵀ in one MatMul per activation (so no Split of a product of all
+    gates), no transposes, and nothing that does not depend on the state: X·Wᵀ + Wb + Rb is
+    computed before the Scan. The step's output is not an Identity copy of the state."""
     attrs = parse_attributes(op_type, **attributes)
     (scan,) = _scans(build_scan_function(attrs, frozenset({"B", "mask"}), MIN_OPSET))
     body = next(a.g for a in scan.attribute if a.name == "body")
     ops = [n.op_type for n in _all_nodes(body.node)]
     assert ops.count("MatMul") == matmuls
-    assert "Transpose" not in ops and "Gather" not in ops
+    assert "Transpose" not in ops and "Gather" not in ops and "Identity" not in ops
     assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1)
+    assert ops.count("Split") == (0 if op_type == "MaskedRNN" else 1)
 
 
 def test_reverse_uses_scan_directions():

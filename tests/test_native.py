@@ -281,3 +281,33 @@ def test_bench_quick(tmp_path) -> None:
         assert not (tmp_path / "bench.png").exists()
     else:
         assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("activations", "alpha", "beta", "rnn_nodes"),
+    [
+        (["Tanh", "LeakyRelu"], [0.25], None, 2),
+        (["Affine", "Relu"], [0.5], [0.125], 2),
+        (["Elu", "Affine"], [2.0, 0.5], [1.0], 2),  # both take alpha, only Affine beta
+        (["Elu", "LeakyRelu"], [2.0, 0.5], None, 1),  # unambiguous: one bidirectional RNN
+    ],
+)
+@pytest.mark.parametrize("layout", [0, 1])
+def test_rnn_parameters_of_one_direction(activations, alpha, beta, rnn_nodes, layout) -> None:
+    """A bidirectional RNN where only one direction's activation takes alpha (or beta): the
+    ONNX specification gives it the first value, onnxruntime's RNN kernel reads value ``d`` for
+    direction ``d``. The expansion then runs two one-direction RNNs, where both readings agree."""
+    attrs = parse_attributes(
+        "MaskedRNN",
+        hidden_size=4,
+        direction="bidirectional",
+        layout=layout,
+        activations=activations,
+        activation_alpha=alpha,
+        activation_beta=beta,
+    )
+    rng = np.random.default_rng(7)
+    inputs = testing.random_inputs(attrs, 5, 3, 2, 4, rng=rng, present=("B", "initial_h", "mask"))
+    model = _native_model(attrs, inputs)
+    _check(_session(model), attrs, inputs, "native expansion, RNN parameters per direction")
+    assert sum(node.op_type == "RNN" for node in model.functions[0].node) == rnn_nodes

@@ -10,8 +10,10 @@ ONNX LSTM, gates in the order i, o, f, c, for every step ``t`` processed with ``
     Ht = o ⊙ h(Ct)
 
 with ``clip`` applied to every pre-activation; a masked step keeps ``Ht-1, Ct-1``. The input
-projections ``X·Wᵀ + Wb + Rb`` of all steps are one MatMul before the Scan; a step computes
-``H·Rᵀ`` for the four gates in one MatMul.
+projections ``X·Wᵀ + Wb + Rb`` of all steps are computed before the Scan. The gates are grouped
+by activation: a step computes ``H·Rᵀ`` in one MatMul for i, o, f and one for c, so no step splits
+a product of all gates and onnxruntime fuses each MatMul with its Add (and with an activation that
+follows directly) into one Gemm.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from onnxscript import graph, script, values
 
 from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions._builder import OPS, PARTS, Parts, activation
-from onnx_masked_rnn.functions.masking import effective_mask, masked_output
+from onnx_masked_rnn.functions.masking import ZERO_3D, carried_output, effective_mask
 
 
 def lstm_direction(
@@ -32,23 +34,29 @@ def lstm_direction(
     op = parts.op
     f, g, h = (activation(parts, a) for a in attrs.activations[d])
     reverse = attrs.direction == "reverse" or d == 1
-    output = masked_output(parts, mode=attrs.masked_output, reverse=reverse)
     DIR, REVERSE = d, int(reverse)
     HAS_B, HAS_H0, HAS_C0 = "B" in present, "initial_h" in present, "initial_c" in present
+    ZERO_OUTPUT = attrs.masked_output == "zero"
+    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is state
+    carried = carried_output(parts, reverse=reverse) if CARRY_OUTPUT else None
     ZERO_STATE = not (HAS_H0 and HAS_C0)
-    STACKED_GATES = "P" not in present  # without peepholes, f applies to i, o, f in one call
     PEEPHOLES, INPUT_FORGET = "P" in present, bool(attrs.input_forget)
     CLIP, CLIP_VALUE = attrs.clip is not None, attrs.clip or 0.0
 
     @script(PARTS, default_opset=op)
     def lstm_direction(X, W, R, B, initial_h, initial_c, P, m):
-        # Everything independent of the state is computed once, outside the Scan.
-        xw = op.MatMul(X, op.Transpose(op.Gather(W, DIR, axis=0)))  # [T, N, 4H]: i, o, f, c
+        # Everything independent of the state is computed once, outside the Scan; the gates i, o, f
+        # (activation f) apart from c (activation g), so that no step splits off the c gate.
+        H = op.Shape(R, start=2)
+        iof_c = op.Concat(op.Mul(H, op.Constant(value_ints=[3])), H, axis=0)  # split sizes [3H, H]
+        W_iof_t, W_c_t = op.Split(op.Transpose(op.Gather(W, DIR, axis=0)), iof_c, axis=-1)  # [I, 3H], [I, H]
+        R_iof_t, R_c_t = op.Split(op.Transpose(op.Gather(R, DIR, axis=0)), iof_c, axis=-1)  # [H, 3H], [H, H]
+        xw_iof, xw_c = op.MatMul(X, W_iof_t), op.MatMul(X, W_c_t)  # [T, N, 3H], [T, N, H]
         if HAS_B:
             Wb, Rb = op.Split(op.Gather(B, DIR, axis=0), num_outputs=2)
-            xw = op.Add(xw, op.Add(Wb, Rb))
-        R_t = op.Transpose(op.Gather(R, DIR, axis=0))  # [H, 4H]
-        H = op.Shape(R, start=2)
+            b_iof, b_c = op.Split(op.Add(Wb, Rb), iof_c)
+            xw_iof = op.Add(xw_iof, b_iof)
+            xw_c = op.Add(xw_c, b_c)
         if ZERO_STATE:
             zeros = op.CastLike(op.ConstantOfShape(op.Concat(op.Shape(X, start=1, end=2), H, axis=0)), X)
         if HAS_H0:
@@ -65,14 +73,15 @@ def lstm_direction(
             lo, hi = op.CastLike(-CLIP_VALUE, X), op.CastLike(CLIP_VALUE, X)
         if INPUT_FORGET:
             one = op.CastLike(1.0, X)
-        if STACKED_GATES:
-            iof_c = op.Concat(op.Mul(H, op.Constant(value_ints=[3])), H, axis=0)  # split sizes [3H, H]
+        if ZERO_OUTPUT:
+            zero = op.CastLike(op.Constant(value=ZERO_3D), X)  # [1, 1, 1]
 
         @graph()
-        def step(h_prev, c_prev, xw_t, m_t):
-            gates = op.Add(xw_t, op.MatMul(h_prev, R_t))  # i, o, f, c before activation
+        def step(h_prev, c_prev, xw_iof_t, xw_c_t, m_t):
+            x_iof = op.Add(xw_iof_t, op.MatMul(h_prev, R_iof_t))  # i, o, f before activation
+            x_c = op.Add(xw_c_t, op.MatMul(h_prev, R_c_t))
             if PEEPHOLES:
-                x_i, x_o, x_f, x_c = op.Split(gates, num_outputs=4, axis=-1)
+                x_i, x_o, x_f = op.Split(x_iof, num_outputs=3, axis=-1)
                 x_i = op.Add(x_i, op.Mul(p_i, c_prev))
                 x_f = op.Add(x_f, op.Mul(p_f, c_prev))
                 if CLIP:
@@ -87,10 +96,9 @@ def lstm_direction(
                 if CLIP:
                     x_o = op.Clip(x_o, lo, hi)
                 o = f(x_o)
-            else:
+            else:  # f applies to i, o, f in one call
                 if CLIP:
-                    gates = op.Clip(gates, lo, hi)
-                x_iof, x_c = op.Split(gates, iof_c, axis=-1)
+                    x_iof, x_c = op.Clip(x_iof, lo, hi), op.Clip(x_c, lo, hi)
                 i, o, forget = op.Split(f(x_iof), num_outputs=3, axis=-1)
                 if INPUT_FORGET:
                     forget = op.Sub(one, i)
@@ -98,20 +106,26 @@ def lstm_direction(
             h_new = op.Mul(o, h(c))
             h_next = op.Where(m_t, h_new, h_prev)  # a masked step keeps the state
             c_next = op.Where(m_t, c, c_prev)
-            return h_next, c_next, op.Identity(h_next)
+            if ZERO_OUTPUT:
+                y_t = op.Where(m_t, h_new, zero)  # [1, N, H]
+            else:
+                y_t = op.Unsqueeze(h_next, [0])
+            return h_next, c_next, y_t
 
-        h_last, c_last, states = op.Scan(
+        h_last, c_last, Y = op.Scan(
             h0,
             c0,
-            xw,
+            xw_iof,
+            xw_c,
             m,
             body=step,
-            num_scan_inputs=2,
-            scan_input_directions=[REVERSE, REVERSE],
+            num_scan_inputs=3,
+            scan_input_directions=[REVERSE, REVERSE, REVERSE],
             scan_output_directions=[REVERSE],
         )
-        Y = output(states, m)
-        return op.Unsqueeze(Y, [1]), op.Unsqueeze(h_last, [0]), op.Unsqueeze(c_last, [0])
+        if CARRY_OUTPUT:
+            Y = carried(Y, m)
+        return Y, op.Unsqueeze(h_last, [0]), op.Unsqueeze(c_last, [0])
 
     return parts.add(lstm_direction, f"lstm_direction_{d}")
 

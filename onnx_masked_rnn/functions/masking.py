@@ -1,21 +1,22 @@
 """The masking machinery shared by MaskedLSTM, MaskedGRU and MaskedRNN.
 
-Three pieces, each the same for every op:
+The pieces, each the same for every op:
 
 - :func:`effective_mask`: ``m[t, n] = mask[t, n] AND t < sequence_lens[n]``, time-major, with a
   trailing axis so that ``m[t]`` broadcasts against a ``[N, H]`` state.
 - the masked state update, written in each op's Scan body as ``Where(m_t, new, old)`` for every
   state tensor: a masked step leaves the state untouched (and ``Where``, unlike a multiplication,
   never lets a NaN or Inf of a masked step through).
-- :func:`masked_output`: every Scan emits its hidden state after each step, which *is* the
-  ``"state"`` mode output. Because the state changes only at unmasked steps, the other modes
-  follow from it without any extra Scan state:
-
-  - ``"zero"``: ``Y[t] = m[t] ? state[t] : 0`` (``state[t]`` is ``h_new`` where ``m[t]``);
-  - ``"carry"``: the previous output equals the state as soon as one step has been processed, and
-    is zero before that, so ``Y[t] = seen[t] ? state[t] : 0`` with ``seen[t]`` true once any step
-    up to ``t`` in processing order is unmasked (a cumulative sum of ``m``, reversed for the
-    reverse direction).
+- the output of a step, in the Scan body (``[1, N, H]``, so that the Scan emits ``Y_d``
+  ``[T, 1, N, H]`` with no copy afterwards): ``Y[t] = m[t] ? h_new : 0`` in ``"zero"`` mode, the
+  state after the step otherwise (a distinct value: onnxruntime 1.32 miscomputes a Scan body
+  output that is both a state and a scan output). The state *is* the ``"state"`` mode output,
+  and because it changes only at unmasked steps, ``"carry"`` follows from it without any extra
+  Scan state: the previous output equals the state as soon as one step has been processed and is
+  zero before that, so ``Y[t] = seen[t] ? state[t] : 0`` with ``seen[t]`` true once any step up to
+  ``t`` in processing order is unmasked (:func:`carried_output`: a cumulative sum of ``m``,
+  reversed for the reverse direction). Without ``initial_h`` the state before that is zero
+  already, and ``"carry"`` is ``"state"``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from onnxscript import script, values
 from onnx_masked_rnn.functions._builder import PARTS, Parts
 
 _TRUE = helper.make_tensor("true", TensorProto.BOOL, [1], [True])
+ZERO_3D = helper.make_tensor("zero", TensorProto.FLOAT, [1, 1, 1], [0.0])
+"""A float zero of shape ``[1, 1, 1]``: ``Where(m_t, h_new, zero)`` is a ``[1, N, H]`` step output."""
 
 
 def effective_mask(parts: Parts, *, layout: int, has_mask: bool, has_lens: bool) -> values.OnnxFunction:
@@ -61,26 +64,19 @@ def effective_mask(parts: Parts, *, layout: int, has_mask: bool, has_lens: bool)
     return parts.add(effective_mask, "effective_mask")
 
 
-def masked_output(parts: Parts, *, mode: str, reverse: bool) -> values.OnnxFunction:
-    """``Y = masked_output(states, m)``: a direction's ``Y`` ``[T, N, H]`` in ``mode`` from the
-    hidden state after every step (``states``) and the effective mask ``m`` ``[T, N, 1]``."""
+def carried_output(parts: Parts, *, reverse: bool) -> values.OnnxFunction:
+    """``Y = carried_output(states, m)``: a direction's ``"carry"`` mode ``Y`` ``[T, 1, N, H]`` from
+    the hidden state after every step (``states``) and the effective mask ``m`` ``[T, N, 1]``."""
     op = parts.op
-    STATE, ZERO = mode == "state", mode == "zero"
     REVERSE = 1 if reverse else 0
-    name = f"masked_output_{mode}_{'reverse' if reverse else 'forward'}"
+    name = f"carried_output_{'reverse' if reverse else 'forward'}"
     if (existing := parts.get(name)) is not None:
         return existing
 
     @script(PARTS, default_opset=op)
-    def masked_output(states, m):
-        if STATE:
-            Y = op.Identity(states)
-        elif ZERO:
-            Y = op.Where(m, states, op.CastLike(0.0, states))
-        else:
-            processed = op.CumSum(op.Cast(m, to=TensorProto.INT64), op.Constant(value_int=0), reverse=REVERSE)
-            seen = op.Greater(processed, op.Constant(value_int=0))  # a step up to t was unmasked
-            Y = op.Where(seen, states, op.CastLike(0.0, states))
-        return Y
+    def carried_output(states, m):
+        processed = op.CumSum(op.Cast(m, to=TensorProto.INT64), op.Constant(value_int=0), reverse=REVERSE)
+        seen = op.Greater(processed, op.Constant(value_int=0))  # a step up to t was unmasked
+        return op.Where(op.Unsqueeze(seen, [1]), states, op.CastLike(0.0, states))
 
-    return parts.add(masked_output, name)
+    return parts.add(carried_output, name)

@@ -15,7 +15,7 @@ from onnxscript import graph, script, values
 from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions._builder import PARTS, Parts, activation
 from onnx_masked_rnn.functions._op import hidden_state_op
-from onnx_masked_rnn.functions.masking import masked_output
+from onnx_masked_rnn.functions.masking import ZERO_3D, carried_output
 
 
 def rnn_direction(parts: Parts, attrs: RNNAttributes, d: int, present: frozenset[str]) -> values.OnnxFunction:
@@ -24,9 +24,11 @@ def rnn_direction(parts: Parts, attrs: RNNAttributes, d: int, present: frozenset
     op = parts.op
     (f,) = (activation(parts, a) for a in attrs.activations[d])
     reverse = attrs.direction == "reverse" or d == 1
-    output = masked_output(parts, mode=attrs.masked_output, reverse=reverse)
     DIR, REVERSE = d, int(reverse)
     HAS_B, HAS_H0 = "B" in present, "initial_h" in present
+    ZERO_OUTPUT = attrs.masked_output == "zero"
+    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is state
+    carried = carried_output(parts, reverse=reverse) if CARRY_OUTPUT else None
     CLIP, CLIP_VALUE = attrs.clip is not None, attrs.clip or 0.0
 
     @script(PARTS, default_opset=op)
@@ -44,16 +46,23 @@ def rnn_direction(parts: Parts, attrs: RNNAttributes, d: int, present: frozenset
             )
         if CLIP:
             lo, hi = op.CastLike(-CLIP_VALUE, X), op.CastLike(CLIP_VALUE, X)
+        if ZERO_OUTPUT:
+            zero = op.CastLike(op.Constant(value=ZERO_3D), X)  # [1, 1, 1]
 
         @graph()
         def step(h_prev, xw_t, m_t):
             x = op.Add(xw_t, op.MatMul(h_prev, R_t))
             if CLIP:
                 x = op.Clip(x, lo, hi)
-            h_next = op.Where(m_t, f(x), h_prev)  # a masked step keeps the state
-            return h_next, op.Identity(h_next)
+            h_new = f(x)
+            h_next = op.Where(m_t, h_new, h_prev)  # a masked step keeps the state
+            if ZERO_OUTPUT:
+                y_t = op.Where(m_t, h_new, zero)  # [1, N, H]
+            else:
+                y_t = op.Unsqueeze(h_next, [0])
+            return h_next, y_t
 
-        h_last, states = op.Scan(
+        h_last, Y = op.Scan(
             h0,
             xw,
             m,
@@ -62,7 +71,9 @@ def rnn_direction(parts: Parts, attrs: RNNAttributes, d: int, present: frozenset
             scan_input_directions=[REVERSE, REVERSE],
             scan_output_directions=[REVERSE],
         )
-        return op.Unsqueeze(output(states, m), [1]), op.Unsqueeze(h_last, [0])
+        if CARRY_OUTPUT:
+            Y = carried(Y, m)
+        return Y, op.Unsqueeze(h_last, [0])
 
     return parts.add(rnn_direction, f"rnn_direction_{d}")
 

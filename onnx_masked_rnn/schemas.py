@@ -1,0 +1,290 @@
+"""OpSchemas for MaskedLSTM, MaskedGRU and MaskedRNN, with type and shape inference.
+
+Each schema is built from its ONNX counterpart's opset-22 schema (LSTM, GRU, RNN) as the installed
+onnx defines it: the same inputs, outputs, type constraints, attributes and defaults, their
+descriptions amended where masking changes their meaning, plus the optional ``mask`` input and the
+``masked_output`` attribute. The shape rules are :func:`onnx_masked_rnn.attributes.infer_shapes`,
+the attribute rules :func:`onnx_masked_rnn.attributes.parse_attributes`, so the schemas, the
+reference and the function bodies cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import onnx
+import onnx.defs
+import onnx.numpy_helper
+from onnx.defs import OpSchema
+
+from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, Dim, OpSpec, infer_shapes, parse_node
+
+__all__ = ["ONNX_BASE_VERSION", "MaskedRNNInferenceError", "build_schema", "register_schemas"]
+
+ONNX_BASE_VERSION = 22
+"""The ai.onnx version of LSTM/GRU/RNN that the masked operators extend."""
+
+_OPTIONAL_ARGUMENTS_NOTE = "This operator has **optional** inputs/outputs."
+
+
+class MaskedRNNInferenceError(onnx.shape_inference.InferenceError, ValueError):
+    """Raised by shape inference for an inconsistent node; the message names the input."""
+
+
+def _activation_parameter_note(parameter: str) -> str:
+    """How ``activation_alpha`` or ``activation_beta`` is consumed, from the ACTIVATIONS table."""
+    takes, default = (0, 2) if parameter == "alpha" else (1, 3)
+    names = [name for name, info in ACTIVATIONS.items() if info[takes]]
+    defaults = [
+        f"{name} {info[default]:g}" for name, info in ACTIVATIONS.items() if info[takes] and info[default]
+    ]
+    return (
+        f" Only the activation functions that take {parameter} ({', '.join(names)}) consume a value,"
+        " in the order of `activations`, as onnxruntime consumes them; when the list is exhausted a"
+        f" function takes its default ({', '.join(defaults)}, 0 for the others)."
+    )
+
+
+def _descriptions(spec: OpSpec) -> dict[str, str]:
+    """Text appended to the ONNX descriptions, by input, output or attribute name (for ``mask``
+    and ``masked_output``, their whole description)."""
+    layout_shapes = "`[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1"
+    amended = {
+        "sequence_lens": (
+            " Combined with `mask`: step `t` of row `b` is processed only when `t < sequence_lens[b]`"
+            " and `mask[t, b]` is true. Values must lie in `[0, seq_length]`."
+        ),
+        "initial_h": " It is also `Y_h` for a row with no processed step.",
+        "initial_c": " It is also `Y_c` for a row with no processed step.",
+        "mask": (
+            "Optional boolean tensor marking the steps to process; a false entry skips that step of"
+            " that row: the state is carried across it unchanged, its value of `X` reaches no output,"
+            " and `Y` at that step is set by `masked_output`. It has the shape of the first two axes of"
+            f" `X`: {layout_shapes}. If not specified - assumed all true."
+        ),
+        "Y": (
+            " At a skipped step `Y` holds what `masked_output` says. Reverse-direction outputs are"
+            " time-aligned: `Y[t]` belongs to input step `t`."
+        ),
+        "Y_h": " For a row with no processed step it is `initial_h` (0 if not specified).",
+        "Y_c": " For a row with no processed step it is `initial_c` (0 if not specified).",
+        "layout": f" `mask` has shape {layout_shapes}.",
+        "activation_alpha": _activation_parameter_note("alpha"),
+        "activation_beta": _activation_parameter_note("beta"),
+        "masked_output": (
+            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `carry`: the `Y`"
+            " of the previous processed step of the same direction, 0 before the first (Keras with the"
+            " TensorFlow or PyTorch backend, tf.keras). `state`: the carried hidden state, so"
+            " `initial_h` (or 0) before the first processed step (Keras 3 with the JAX or NumPy"
+            " backend). `zero`: 0 (ONNX LSTM/GRU/RNN given `sequence_lens` as onnxruntime runs them,"
+            " cuDNN, PyTorch packed sequences, Keras `Bidirectional` with `return_sequences=True`)."
+        ),
+    }
+    if spec.op_type == "MaskedRNN":
+        amended["activations"] = (
+            " The default is `Tanh` for each direction; RNN-22 declares the default value"
+            ' `["Tanh", "Tanh"]` even for one direction, so MaskedRNN declares none.'
+        )
+    return amended
+
+
+def _doc(spec: OpSpec, base: OpSchema) -> str:
+    onnx_doc = base.doc.strip()
+    # Keep ONNX's notation, activation functions and cell equations verbatim; drop its first
+    # sentence (replaced below) and move its closing note on optional arguments to the end.
+    body, found, rest = onnx_doc[onnx_doc.index("Notations:") :].partition(_OPTIONAL_ARGUMENTS_NOTE)
+    body, note = body.rstrip(), found + rest
+    lstm = spec.op_type == "MaskedLSTM"
+    state, prev, new = ("(Ht, Ct)", "(Ht-1, Ct-1)", "(H't, C't)") if lstm else ("Ht", "Ht-1", "H't")
+    finals, initials = ("Y_h, Y_c", "initial_h, initial_c") if lstm else ("Y_h", "initial_h")
+    return f"""
+Computes a one-layer {spec.onnx_op_type} over sequences that may have masked steps anywhere.
+It is {spec.onnx_op_type}-{ONNX_BASE_VERSION} (the same inputs in the same positions, attributes,
+defaults, outputs and cell equations) with one more optional input, `mask`, and one more
+attribute, `masked_output`. A masked step leaves the state unchanged, its input reaches no
+output, and the output at that step is chosen by `masked_output` to match the framework the
+model comes from.
+
+{body}
+
+Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
+seq_length-1 .. 0 reverse; "previous" means previously processed):
+
+* mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
+* {new} = the cell equations above applied to Xt and {prev}
+* {state} = mt ? {new} : {prev}
+* Yt = mt ? H't : (carry: the previous Y of this direction, 0 before the first processed step
+  | state: Ht | zero: 0)
+* {finals} = the state after the last step: {initials} (0 if absent) for a row with no
+  processed step.
+
+{note}""".strip()
+
+
+def build_schema(op_type: str) -> OpSchema:
+    """The OpSchema of one masked operator (domain ``DOMAIN``, version ``OPSET_VERSION``)."""
+    spec = OP_SPECS[op_type]
+    base = onnx.defs.get_schema(spec.onnx_op_type, ONNX_BASE_VERSION, "")
+    extra = _descriptions(spec)
+    formal = OpSchema.FormalParameter
+    optional = OpSchema.FormalParameterOption.Optional
+
+    def parameter(p: OpSchema.FormalParameter) -> OpSchema.FormalParameter:
+        return formal(
+            p.name,
+            p.type_str,
+            (p.description.rstrip() + extra.get(p.name, "")).strip(),
+            param_option=p.option,
+            is_homogeneous=p.is_homogeneous,
+            min_arity=p.min_arity,
+            differentiation_category=p.differentiation_category,
+        )
+
+    inputs = [parameter(p) for p in base.inputs]
+    inputs.append(
+        formal(
+            "mask",
+            "T2",
+            extra["mask"],
+            param_option=optional,
+            differentiation_category=OpSchema.DifferentiationCategory.NonDifferentiable,
+        )
+    )
+    outputs = [parameter(p) for p in base.outputs]
+    if tuple(p.name for p in inputs) != spec.inputs or tuple(p.name for p in outputs) != spec.outputs:
+        raise AssertionError(f"OP_SPECS[{op_type!r}] disagrees with {spec.onnx_op_type}-{ONNX_BASE_VERSION}")
+
+    attributes = []
+    for name, attr in sorted(base.attributes.items()):
+        description = attr.description.rstrip() + extra.get(name, "")
+        # RNN-22 declares ["Tanh", "Tanh"] as the default even for one direction, a list that is
+        # invalid for a forward node; MaskedRNN declares no default and means Tanh per direction.
+        has_default = bool(attr.default_value.name) and not (op_type == "MaskedRNN" and name == "activations")
+        if has_default:
+            attributes.append(OpSchema.Attribute(name, attr.default_value, description))
+        else:
+            attributes.append(OpSchema.Attribute(name, attr.type, description, required=attr.required))
+    attributes.append(
+        OpSchema.Attribute(
+            "masked_output", onnx.helper.make_attribute("masked_output", "carry"), extra["masked_output"]
+        )
+    )
+    type_constraints = [
+        (c.type_param_str, list(c.allowed_type_strs), c.description) for c in base.type_constraints
+    ]
+    type_constraints.append(("T2", ["tensor(bool)"], "Constrain mask to boolean tensor."))
+    schema = OpSchema(
+        op_type,
+        DOMAIN,
+        OPSET_VERSION,
+        _doc(spec, base),
+        inputs=inputs,
+        outputs=outputs,
+        type_constraints=type_constraints,
+        attributes=attributes,
+    )
+    schema.set_type_and_shape_inference_function(_inference_function(op_type))
+    return schema
+
+
+def _dims(type_proto: onnx.TypeProto | None) -> tuple[Dim, ...] | None:
+    if type_proto is None or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return tuple(
+        d.dim_value if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param") else None
+        for d in type_proto.tensor_type.shape.dim
+    )
+
+
+def _type_name(elem_type: int) -> str:
+    return f"tensor({onnx.helper.tensor_dtype_to_string(elem_type).removeprefix('TensorProto.').lower()})"
+
+
+def _inference_function(op_type: str) -> Callable[[onnx.shape_inference.InferenceContext], None]:
+    spec = OP_SPECS[op_type]
+    allowed = {
+        c.type_param_str: set(c.allowed_type_strs)
+        for c in onnx.defs.get_schema(spec.onnx_op_type, ONNX_BASE_VERSION, "").type_constraints
+    }
+    allowed["T2"] = {"tensor(bool)"}
+    type_params = {name: "T" for name in spec.inputs} | {"sequence_lens": "T1", "mask": "T2"}
+
+    def infer(ctx: onnx.shape_inference.InferenceContext) -> None:
+        try:
+            _infer(ctx)
+        except ValueError as error:
+            raise MaskedRNNInferenceError(f"({ctx.get_display_name()}) {error}") from None
+
+    def _infer(ctx: onnx.shape_inference.InferenceContext) -> None:
+        node = onnx.NodeProto(op_type=op_type, domain=DOMAIN)
+        for name in spec.attribute_names:
+            attribute = ctx.get_attribute(name)
+            if attribute is not None:
+                node.attribute.append(attribute)
+        attrs = parse_node(node)
+
+        present = [i < ctx.get_num_inputs() and ctx.has_input(i) for i in range(len(spec.inputs))]
+        types = [ctx.get_input_type(i) if present[i] else None for i in range(len(spec.inputs))]
+        elem_type, first = 0, ""
+        for name, type_proto in zip(spec.inputs, types):
+            if type_proto is None or not type_proto.tensor_type.elem_type:
+                continue
+            actual = _type_name(type_proto.tensor_type.elem_type)
+            param = type_params[name]
+            if actual not in allowed[param]:
+                raise ValueError(f"input {name!r} must be one of {sorted(allowed[param])}, got {actual}")
+            if param == "T":
+                if elem_type and type_proto.tensor_type.elem_type != elem_type:
+                    raise ValueError(
+                        f"input {name!r} has type {actual}, but {first!r} has {_type_name(elem_type)}; "
+                        "all float inputs must share one type"
+                    )
+                elem_type, first = type_proto.tensor_type.elem_type, first or name
+
+        output_shapes = infer_shapes(attrs, [_dims(t) for t in types])
+        _check_sequence_lens(ctx, spec, output_shapes[0][1 if attrs.layout else 0])
+        if not elem_type:
+            return
+        for index, shape in enumerate(output_shapes):
+            if index >= ctx.get_num_outputs() or not ctx.has_output(index):
+                continue
+            out = onnx.TypeProto()
+            out.tensor_type.elem_type = elem_type
+            out.tensor_type.shape.SetInParent()
+            for size in shape:
+                dim = out.tensor_type.shape.dim.add()
+                if isinstance(size, int):
+                    dim.dim_value = size
+                elif isinstance(size, str):
+                    dim.dim_param = size
+            ctx.set_output_type(index, out)
+
+    return infer
+
+
+def _check_sequence_lens(ctx: onnx.shape_inference.InferenceContext, spec: OpSpec, seq_length: Dim) -> None:
+    """Check constant ``sequence_lens`` values against a known ``seq_length``."""
+    index = spec.inputs.index("sequence_lens")
+    if not isinstance(seq_length, int) or index >= ctx.get_num_inputs() or not ctx.has_input(index):
+        return
+    data = ctx.get_input_data(index)
+    if data is None:
+        return
+    values = onnx.numpy_helper.to_array(data)
+    if ((values < 0) | (values > seq_length)).any():
+        raise ValueError(
+            f"input 'sequence_lens' must lie in [0, seq_length={seq_length}], got {values.tolist()}"
+        )
+
+
+def register_schemas() -> None:
+    """Register the three OpSchemas with ``onnx.defs`` (checker, type and shape inference).
+
+    Idempotent: a schema already registered under the same name, domain and version is replaced.
+    """
+    for op_type in OP_SPECS:
+        schema = build_schema(op_type)
+        if onnx.defs.has(op_type, OPSET_VERSION, DOMAIN):
+            onnx.defs.deregister_schema(op_type, OPSET_VERSION, DOMAIN)
+        onnx.defs.register_schema(schema)
