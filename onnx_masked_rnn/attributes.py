@@ -212,11 +212,14 @@ def _resolve_activations(
     spec: OpSpec, num_directions: int, names: Any, alphas: Any, betas: Any
 ) -> tuple[tuple[Activation, ...], ...]:
     expected = spec.num_activations * num_directions
+    # RNN-22 declares the default ["Tanh", "Tanh"] even for one direction, and onnxruntime's RNN
+    # takes the first of two functions given to a one-direction node: so does MaskedRNN.
+    rnn_pair = spec.op_type == "MaskedRNN" and num_directions == 1
     if names is None:
         names = list(spec.default_activations) * num_directions
     else:
         names = [_as_str("activations", n) for n in names]
-        if len(names) != expected:
+        if len(names) != expected and not (rnn_pair and len(names) == 2):
             raise ValueError(
                 f"attribute 'activations' must list {expected} functions "
                 f"({spec.num_activations} per direction x {num_directions} direction(s)) "
@@ -245,7 +248,7 @@ def _resolve_activations(
                 f"{[a.name for a in resolved]} takes"
             )
     k = spec.num_activations
-    return tuple(tuple(resolved[d * k : (d + 1) * k]) for d in range(num_directions))
+    return tuple(tuple(resolved[d * k : (d + 1) * k]) for d in range(num_directions))  # drops a pair's second
 
 
 def parse_attributes(op_type: str, **attributes: Any) -> RNNAttributes:

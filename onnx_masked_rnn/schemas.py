@@ -83,8 +83,8 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
     }
     if spec.op_type == "MaskedRNN":
         amended["activations"] = (
-            " The default is `Tanh` for each direction; RNN-22 declares the default value"
-            ' `["Tanh", "Tanh"]` even for one direction, so MaskedRNN declares none.'
+            " As in RNN-22 (and onnxruntime), a forward or reverse node may list two functions, as"
+            ' the default `["Tanh", "Tanh"]` does: the first is used.'
         )
     return amended
 
@@ -158,10 +158,7 @@ def build_schema(op_type: str) -> OpSchema:
     attributes = []
     for name, attr in sorted(base.attributes.items()):
         description = attr.description.rstrip() + extra.get(name, "")
-        # RNN-22 declares ["Tanh", "Tanh"] as the default even for one direction, a list that is
-        # invalid for a forward node; MaskedRNN declares no default and means Tanh per direction.
-        has_default = bool(attr.default_value.name) and not (op_type == "MaskedRNN" and name == "activations")
-        if has_default:
+        if attr.default_value.name:
             attributes.append(OpSchema.Attribute(name, attr.default_value, description))
         else:
             attributes.append(OpSchema.Attribute(name, attr.type, description, required=attr.required))

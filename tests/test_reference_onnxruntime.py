@@ -180,3 +180,26 @@ def test_right_padded_mask_is_sequence_lens(
         np.testing.assert_array_equal(theirs[:, empty], 0)
         theirs[:, empty] = ours[:, empty]
     assert_close("onnxruntime float32", masked, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+@pytest.mark.parametrize("activations", [["Tanh", "Tanh"], ["Relu", "Sigmoid"], ["LeakyRelu", "Elu"]])
+def test_rnn_takes_the_first_of_two_activations_on_one_direction(direction: str, activations: list) -> None:
+    """RNN-22's default ``activations`` is ``["Tanh", "Tanh"]`` even for one direction, and
+    onnxruntime's RNN uses the first of two functions there: MaskedRNN accepts every RNN-22
+    node and means the same."""
+    attributes = {"hidden_size": H, "direction": direction, "activations": activations}
+    inputs = random_inputs(
+        parse_attributes("MaskedRNN", **attributes), T, N, I, H, rng=np.random.default_rng(3), present=("B",)
+    )
+    expected = run_onnxruntime("MaskedRNN", attributes, inputs)
+    assert_close(
+        "onnxruntime float32",
+        run_reference_both_layouts("MaskedRNN", attributes, inputs),
+        expected,
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    single = REFERENCE["MaskedRNN"](**inputs, **{**attributes, "activations": activations[:1]})
+    for a, b in zip(REFERENCE["MaskedRNN"](**inputs, **attributes), single):
+        np.testing.assert_array_equal(a, b)

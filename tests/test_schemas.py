@@ -303,11 +303,7 @@ def test_schema_is_a_superset_of_the_onnx_op(op_type: str) -> None:
     for name, attr in base.attributes.items():
         mine = ours.attributes[name]
         assert (mine.type, mine.required) == (attr.type, attr.required), name
-        if op_type == "MaskedRNN" and name == "activations":
-            # RNN-22 declares ["Tanh", "Tanh"] even for one direction; see schemas.build_schema.
-            assert not mine.default_value.name
-        else:
-            assert mine.default_value == attr.default_value, name
+        assert mine.default_value == attr.default_value, name
     default = ours.attributes["masked_output"].default_value
     assert helper.get_attribute_value(default) == b"carry"
 
