@@ -685,7 +685,12 @@ def _plot(results: list[dict], path: str) -> None:
         return
     threads = sorted({r["threads"] for r in results})
     variants = [v for v in VARIANTS if v != FLOOR]
-    fig, axes = plt.subplots(len(threads), 1, figsize=(12, 4.5 * len(threads)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(threads),
+        1,
+        figsize=(max(12, 0.5 * len({r["key"] for r in results}) / len(threads)), 5.5 * len(threads)),
+        squeeze=False,
+    )
     for ax, k in zip(axes[:, 0], threads):
         keys = list(dict.fromkeys(r["key"] for r in results if r["threads"] == k))
         width = 0.8 / len(variants)
@@ -703,7 +708,8 @@ def _plot(results: list[dict], path: str) -> None:
         ax.set_ylabel("time / native op")
         ax.set_title(f"{k} thread(s)")
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))])
-        ax.set_xticklabels([key.rsplit(" ", 1)[0].replace(" ", "\n", 2) for key in keys], fontsize=7)
+        # key: "LSTM 100x32x64x128 holes 1t" -> "LSTM 100x32x64x128 holes", rotated to stay legible
+        ax.set_xticklabels([key.rsplit(" ", 1)[0] for key in keys], fontsize=7, rotation=60, ha="right")
         ax.legend(fontsize=8)
     fig.suptitle("onnx-masked-rnn bench: median run time relative to onnxruntime's native op on equal work")
     fig.tight_layout()
