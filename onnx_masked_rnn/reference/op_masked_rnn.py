@@ -287,136 +287,27 @@ def masked_rnn(
 
 
 class _CommonMaskedRNN(OpRun):
-    """Shared ``_run`` for the three ops: attributes come from the node, inputs by position."""
+    """The three ops' ``_run``: inputs by position in ``OP_SPECS[op].inputs`` order (trailing
+    optional ones may be omitted), attributes by their ONNX names as the node states them."""
 
     op_domain = DOMAIN
 
     def _run(self, *inputs: np.ndarray | None, **attributes: object):  # type: ignore[override]
-        attrs = parse_attributes(self.__class__.__name__, **attributes)
-        outputs = _run(attrs, _inputs(self.__class__.__name__, inputs))
+        op_type = self.__class__.__name__
+        outputs = _run(parse_attributes(op_type, **attributes), _inputs(op_type, inputs))
         return outputs[: max(len(self.onnx_node.output), 1)]
 
 
 class MaskedLSTM(_CommonMaskedRNN):
-    def _run(  # type: ignore[override]
-        self,
-        X,
-        W,
-        R,
-        B=None,
-        sequence_lens=None,
-        initial_h=None,
-        initial_c=None,
-        P=None,
-        mask=None,
-        activation_alpha=None,
-        activation_beta=None,
-        activations=None,
-        clip=None,
-        direction=None,
-        hidden_size=None,
-        input_forget=None,
-        layout=None,
-        masked_output=None,
-    ):
-        return super()._run(
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            initial_c,
-            P,
-            mask,
-            activation_alpha=activation_alpha,
-            activation_beta=activation_beta,
-            activations=activations,
-            clip=clip,
-            direction=direction,
-            hidden_size=hidden_size,
-            input_forget=input_forget,
-            layout=layout,
-            masked_output=masked_output,
-        )
+    """MaskedLSTM(X, W, R, B, sequence_lens, initial_h, initial_c, P, mask) -> Y, Y_h, Y_c"""
 
 
 class MaskedGRU(_CommonMaskedRNN):
-    def _run(  # type: ignore[override]
-        self,
-        X,
-        W,
-        R,
-        B=None,
-        sequence_lens=None,
-        initial_h=None,
-        mask=None,
-        activation_alpha=None,
-        activation_beta=None,
-        activations=None,
-        clip=None,
-        direction=None,
-        hidden_size=None,
-        layout=None,
-        linear_before_reset=None,
-        masked_output=None,
-    ):
-        return super()._run(
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            mask,
-            activation_alpha=activation_alpha,
-            activation_beta=activation_beta,
-            activations=activations,
-            clip=clip,
-            direction=direction,
-            hidden_size=hidden_size,
-            layout=layout,
-            linear_before_reset=linear_before_reset,
-            masked_output=masked_output,
-        )
+    """MaskedGRU(X, W, R, B, sequence_lens, initial_h, mask) -> Y, Y_h"""
 
 
 class MaskedRNN(_CommonMaskedRNN):
-    def _run(  # type: ignore[override]
-        self,
-        X,
-        W,
-        R,
-        B=None,
-        sequence_lens=None,
-        initial_h=None,
-        mask=None,
-        activation_alpha=None,
-        activation_beta=None,
-        activations=None,
-        clip=None,
-        direction=None,
-        hidden_size=None,
-        layout=None,
-        masked_output=None,
-    ):
-        return super()._run(
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            mask,
-            activation_alpha=activation_alpha,
-            activation_beta=activation_beta,
-            activations=activations,
-            clip=clip,
-            direction=direction,
-            hidden_size=hidden_size,
-            layout=layout,
-            masked_output=masked_output,
-        )
+    """MaskedRNN(X, W, R, B, sequence_lens, initial_h, mask) -> Y, Y_h"""
 
 
 OPS: list[type[OpRun]] = [MaskedLSTM, MaskedGRU, MaskedRNN]
