@@ -95,7 +95,7 @@ OP_SPECS: dict[str, OpSpec] = {
     ),
 }
 
-# name -> (takes alpha, takes beta, default alpha, default beta), as onnxruntime consumes them:
+# name -> (takes alpha, takes beta, default alpha, default beta), as onnxruntime's LSTM and GRU consume them:
 # each activation takes the next unused value of `activation_alpha`/`activation_beta` only when
 # it has that parameter, and falls back to the default when the list is exhausted.
 ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {

@@ -41,8 +41,8 @@ def _activation_parameter_note(parameter: str) -> str:
     ]
     return (
         f" Only the activation functions that take {parameter} ({', '.join(names)}) consume a value,"
-        " in the order of `activations`, as onnxruntime consumes them; when the list is exhausted a"
-        f" function takes its default ({', '.join(defaults)}, 0 for the others)."
+        " in the order of `activations`, as onnxruntime's LSTM and GRU kernels consume them; when the"
+        f" list is exhausted a function takes its default ({', '.join(defaults)}, 0 for the others)."
     )
 
 
