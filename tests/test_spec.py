@@ -122,11 +122,9 @@ def test_example_names_are_unique() -> None:
 def test_example_outputs_match_onnxruntime(op_type: str, name: str, code: str, strategy: str) -> None:
     """onnxruntime runs the example's model with the functions attached, and after inlining by
     either strategy, and gives the example's outputs."""
-    try:
-        from onnx_masked_rnn.inline import attach_functions, inline
-    except ImportError as error:
-        pytest.skip(f"onnx_masked_rnn.inline is not available: {error}")
     import onnxruntime
+
+    from onnx_masked_rnn.inline import attach_functions, inline
 
     case = _run_example(name, code)
     model = case.model
