@@ -35,6 +35,7 @@ import onnx.inliner
 from onnx import helper
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+from onnx_masked_rnn._walk import graphs, walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, parse_node
 from onnx_masked_rnn.functions import MIN_OPSET, build_scan_function, check_opset
 
@@ -55,36 +56,11 @@ def _builder(strategy: str) -> Builder:
     raise ValueError(f"strategy must be 'scan' or 'native', got {strategy!r}")
 
 
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """``graph`` and every subgraph (Loop/If/Scan bodies) nested in it, at any depth."""
-    yield graph
-    for node in graph.node:
-        yield from _subgraphs(node)
-
-
-def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
-    for attr in node.attribute:
-        if attr.type == onnx.AttributeProto.GRAPH:
-            yield from _graphs(attr.g)
-        elif attr.type == onnx.AttributeProto.GRAPHS:
-            for g in attr.graphs:
-                yield from _graphs(g)
-
-
-def _function_nodes(function: onnx.FunctionProto) -> Iterator[onnx.NodeProto]:
-    """Every node of a function, its subgraphs included."""
-    for node in function.node:
-        yield node
-        for g in _subgraphs(node):
-            yield from g.node
-
-
 def _nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
     """Every node of the model: main graph, subgraphs, model-local functions and their subgraphs."""
-    for graph in _graphs(model.graph):
-        yield from graph.node
+    yield from walk_nodes(model.graph.node)
     for function in model.functions:
-        yield from _function_nodes(function)
+        yield from walk_nodes(function.node)
 
 
 def _is_masked(node: onnx.NodeProto) -> bool:
@@ -161,7 +137,7 @@ def _set_overload(node: onnx.NodeProto, overload: str) -> None:
 def _expand_in_functions(model: onnx.ModelProto, op_types: set[str], builder: Builder, opset: int) -> None:
     """Replace the ``op_types`` nodes inside model-local functions by their bodies, in place."""
     for index, function in enumerate(model.functions):
-        nodes = [n for n in _function_nodes(function) if _is_masked(n) and n.op_type in op_types]
+        nodes = [n for n in walk_nodes(function.node) if _is_masked(n) and n.op_type in op_types]
         if _is_body(function) or not nodes:
             continue
         bodies = {}
@@ -198,7 +174,7 @@ def _attach(model: onnx.ModelProto, builder: Builder) -> tuple[onnx.ModelProto, 
     in_functions: dict[str, set] = {}
     for function in out.functions:
         if not _is_body(function):
-            for node in filter(_is_masked, _function_nodes(function)):
+            for node in filter(_is_masked, walk_nodes(function.node)):
                 in_functions.setdefault(node.op_type, set()).add(_configuration(node))
     crowded = {op_type for op_type, configurations in in_functions.items() if len(configurations) > 1}
     if crowded:
@@ -239,7 +215,7 @@ def _static_shapes(model: onnx.ModelProto) -> dict[str, list[int | None]]:
     except Exception:  # inference is a best effort; the shapes the model states still count
         pass
     shapes: dict[str, list[int | None]] = {}
-    for graph in _graphs(model.graph):
+    for graph in graphs(model.graph):
         for initializer in graph.initializer:
             shapes[initializer.name] = list(initializer.dims)
         for info in (*graph.input, *graph.value_info, *graph.output):

@@ -29,6 +29,7 @@ from onnx.reference.ops.op_scan import Scan as OnnxReferenceScan
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import DOMAIN, attach_functions, inline
+from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import (
     ACTIVATIONS,
     DIRECTIONS,
@@ -239,14 +240,6 @@ def test_reference_evaluator_scan_lacks_directions():
 # --- The function's contract ---------------------------------------------------------------
 
 
-def _all_nodes(nodes):
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g.node)
-
-
 def _scans(function: onnx.FunctionProto) -> list[onnx.NodeProto]:
     return [n for n in function.node if n.op_type == "Scan"]
 
@@ -265,7 +258,7 @@ def test_function_contract(op_type, direction):
         assert tuple(function.output) == spec.outputs
         assert sorted(function.attribute) == sorted(spec.attribute_names)
         assert [(o.domain, o.version) for o in function.opset_import] == [("", opset)]
-        nodes = list(_all_nodes(function.node))
+        nodes = list(walk_nodes(function.node))
         assert {n.domain for n in nodes} == {""}
         assert not [a for n in nodes for a in n.attribute if a.ref_attr_name]
         assert len(_scans(function)) == (2 if direction == "bidirectional" else 1)
@@ -290,7 +283,7 @@ def test_scan_body_is_lean(op_type, attributes, matmuls):
     attrs = parse_attributes(op_type, **attributes)
     (scan,) = _scans(build_scan_function(attrs, frozenset({"B", "mask"}), MIN_OPSET))
     body = next(a.g for a in scan.attribute if a.name == "body")
-    ops = [n.op_type for n in _all_nodes(body.node)]
+    ops = [n.op_type for n in walk_nodes(body.node)]
     assert ops.count("MatMul") == matmuls
     assert "Transpose" not in ops and "Gather" not in ops and "Identity" not in ops
     assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1)

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
+from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET, max_opset
 from onnx_masked_rnn.testing import make_model, make_node, random_inputs
@@ -33,19 +34,8 @@ def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray
     return session.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
-def walk(nodes):
-    """``nodes`` and the nodes of their subgraphs, at any depth."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from walk(attr.g.node)
-            for g in attr.graphs:
-                yield from walk(g.node)
-
-
 def all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
-    return list(walk(model.graph.node)) + [n for f in model.functions for n in walk(f.node)]
+    return list(walk_nodes(model.graph.node)) + [n for f in model.functions for n in walk_nodes(f.node)]
 
 
 def assert_standard(model: onnx.ModelProto) -> None:
@@ -55,7 +45,7 @@ def assert_standard(model: onnx.ModelProto) -> None:
     assert not [n for n in all_nodes(model) if n.domain == DOMAIN]
     assert DOMAIN not in {o.domain for o in model.opset_import}
     for scope in (model.graph.node, *(f.node for f in model.functions)):
-        outputs = [o for n in walk(scope) for o in n.output if o]
+        outputs = [o for n in walk_nodes(scope) for o in n.output if o]
         assert len(outputs) == len(set(outputs)), "value names are not unique"
 
 

@@ -18,6 +18,7 @@ from onnx import helper
 from onnxscript import script, values
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+from onnx_masked_rnn._walk import subgraphs, walk_nodes
 from onnx_masked_rnn.attributes import Activation, RNNAttributes
 
 PARTS_DOMAIN = DOMAIN + ".parts"
@@ -73,23 +74,12 @@ class Parts:
         return body
 
 
-def _subgraph_nodes(nodes) -> list[onnx.NodeProto]:
-    """``nodes`` and every node of their subgraphs, depth first."""
-    out = []
-    for node in nodes:
-        out.append(node)
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                out.extend(_subgraph_nodes(attr.g.node))
-    return out
-
-
 def _tidy_names(function: onnx.FunctionProto, outputs: tuple[str, ...]) -> None:
     """Name the outputs ``outputs`` (the op's output names), drop the suffixes the inliner appends
     (``xw__2`` becomes ``xw``) where that keeps every name unique, and drop the node names, so that
     the printed body reads like its source."""
-    nodes = _subgraph_nodes(function.node)
-    graphs = [a.g for n in nodes for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    nodes = list(walk_nodes(function.node))
+    graphs = [g for n in nodes for g in subgraphs(n)]
     defined = [v.name for g in graphs for v in g.input] + [o for n in nodes for o in n.output if o]
 
     def strip(name: str) -> str:
