@@ -238,11 +238,11 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
     from onnx import helper
 
     from onnx_masked_rnn import testing
-    from onnx_masked_rnn.reference import masked_gru, masked_lstm, masked_rnn
+    from onnx_masked_rnn.reference import FUNCTIONS
 
     attrs, inputs = _workload(case)
     weights = ("W", "R", "B")
-    reference = {"LSTM": masked_lstm, "GRU": masked_gru, "RNN": masked_rnn}[case.op]
+    reference = FUNCTIONS[attrs.op_type]
     expected = reference(**inputs, **attrs.to_onnx())[0]
     feeds = {k: v for k, v in inputs.items() if k not in weights}
 

@@ -158,7 +158,7 @@ def test_printed_function_body_computes_the_reference(op_type: str) -> None:
     the reference's outputs for its configuration: what a reader reads is what the op computes."""
     import onnxruntime
 
-    from onnx_masked_rnn.reference import masked_gru, masked_lstm, masked_rnn
+    from onnx_masked_rnn.reference import FUNCTIONS
     from onnx_masked_rnn.testing import make_model, random_inputs
 
     text = (ROOT / "spec" / f"{op_type}.md").read_text()
@@ -175,7 +175,6 @@ def test_printed_function_body_computes_the_reference(op_type: str) -> None:
     model = make_model(attrs, inputs, opset=update_spec.FUNCTION_OPSET, functions=[function])
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = session.run(None, inputs)
-    run = {"MaskedLSTM": masked_lstm, "MaskedGRU": masked_gru, "MaskedRNN": masked_rnn}[op_type]
-    expected = run(**inputs, **attrs.to_onnx())
+    expected = FUNCTIONS[op_type](**inputs, **attrs.to_onnx())
     for name, actual, want in zip(OP_SPECS[op_type].outputs, got, expected):
         np.testing.assert_allclose(actual, want, rtol=1e-5, atol=1e-6, err_msg=name)

@@ -32,7 +32,7 @@ import onnx
 from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
-from onnx_masked_rnn.conformance.expect import REFERENCE_FUNCTIONS
+from onnx_masked_rnn.reference import FUNCTIONS
 
 __all__ = ["BUILTIN", "OnnxReferenceBackend", "OnnxRuntimeBackend", "ReferenceBackend", "resolve"]
 
@@ -112,7 +112,7 @@ class ReferenceBackend(_CPUBackend):
         def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
             values = dict(zip(graph_inputs, inputs))
             kwargs = {name: values[v] for name, v in zip(spec.inputs, node.input) if v}
-            outputs = REFERENCE_FUNCTIONS[node.op_type](**kwargs, **attributes)
+            outputs = FUNCTIONS[node.op_type](**kwargs, **attributes)
             return [o for o, name in zip(outputs, node.output) if name]
 
         return _Rep(run)

@@ -23,7 +23,7 @@ from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
 from onnx_masked_rnn.testing import random_inputs
 
-__all__ = ["ONNX_OPSET", "REFERENCE_FUNCTIONS", "TOLERANCES", "Case", "expect", "random_case", "recording"]
+__all__ = ["ONNX_OPSET", "TOLERANCES", "Case", "expect", "random_case", "recording"]
 
 # The ai.onnx opset of every case model: the one IR version 10 was released with.
 ONNX_OPSET = 21
@@ -35,13 +35,6 @@ TOLERANCES: dict[np.dtype, tuple[float, float]] = {
     np.dtype(np.float16): (5e-3, 5e-3),
     np.dtype(np.float32): (1e-5, 1e-6),
     np.dtype(np.float64): (1e-10, 1e-12),
-}
-
-# The numpy reference function of each op.
-REFERENCE_FUNCTIONS = {
-    "MaskedLSTM": reference.masked_lstm,
-    "MaskedGRU": reference.masked_gru,
-    "MaskedRNN": reference.masked_rnn,
 }
 
 
@@ -184,7 +177,7 @@ def random_case(
             effective = effective & (np.arange(T)[:, None] < np.asarray(sequence_lens)[None, :])
         X = values["X"] if attrs.layout == 0 else values["X"].transpose(1, 0, 2)  # a view: writes go through
         X[~effective] = np.nan
-    expected = dict(zip(spec.outputs, REFERENCE_FUNCTIONS[op_type](**values, hidden_size=H, **attributes)))
+    expected = dict(zip(spec.outputs, reference.FUNCTIONS[op_type](**values, hidden_size=H, **attributes)))
     wanted = spec.outputs if outputs is None else tuple(outputs)
     last = max(spec.outputs.index(o) for o in wanted)
     node = helper.make_node(

@@ -4,6 +4,7 @@
 """
 
 from onnx_masked_rnn.reference.op_masked_rnn import (
+    FUNCTIONS,
     OPS,
     MaskedGRU,
     MaskedLSTM,
@@ -15,6 +16,7 @@ from onnx_masked_rnn.reference.op_masked_rnn import (
 )
 
 __all__ = [
+    "FUNCTIONS",
     "OPS",
     "MaskedGRU",
     "MaskedLSTM",

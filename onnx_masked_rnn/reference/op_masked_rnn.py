@@ -22,7 +22,16 @@ from onnx_masked_rnn.attributes import (
     parse_attributes,
 )
 
-__all__ = ["OPS", "MaskedGRU", "MaskedLSTM", "MaskedRNN", "masked_gru", "masked_lstm", "masked_rnn"]
+__all__ = [
+    "FUNCTIONS",
+    "OPS",
+    "MaskedGRU",
+    "MaskedLSTM",
+    "MaskedRNN",
+    "masked_gru",
+    "masked_lstm",
+    "masked_rnn",
+]
 
 _FLOATS = (np.float16, np.float32, np.float64)
 _ACTIVATION_FUNCTIONS: dict[str, Callable[[np.ndarray, float, float], np.ndarray]] = {
@@ -309,5 +318,12 @@ class MaskedGRU(_CommonMaskedRNN):
 class MaskedRNN(_CommonMaskedRNN):
     """MaskedRNN(X, W, R, B, sequence_lens, initial_h, mask) -> Y, Y_h"""
 
+
+FUNCTIONS: dict[str, Callable[..., tuple[np.ndarray, ...]]] = {
+    "MaskedLSTM": masked_lstm,
+    "MaskedGRU": masked_gru,
+    "MaskedRNN": masked_rnn,
+}
+"""The reference function of each op, by op type."""
 
 OPS: list[type[OpRun]] = [MaskedLSTM, MaskedGRU, MaskedRNN]
