@@ -13,7 +13,7 @@ import onnx
 from onnx import helper
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
-from onnx_masked_rnn.attributes import RNNAttributes
+from onnx_masked_rnn.attributes import RNNAttributes, infer_shapes
 
 MASK_KINDS = ("all_true", "right_padded", "left_padded", "holes", "one_row_masked", "all_masked")
 
@@ -91,14 +91,9 @@ def random_inputs(
     return out
 
 
-_ONNX_TYPES = {
-    np.dtype(np.float16): onnx.TensorProto.FLOAT16,
-    np.dtype(np.float32): onnx.TensorProto.FLOAT,
-    np.dtype(np.float64): onnx.TensorProto.DOUBLE,
-    np.dtype(np.int32): onnx.TensorProto.INT32,
-    np.dtype(np.int64): onnx.TensorProto.INT64,
-    np.dtype(np.bool_): onnx.TensorProto.BOOL,
-}
+def value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
+    """A graph input/output declaration with ``array``'s element type and static shape."""
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
 
 
 def make_node(attrs: RNNAttributes, input_names: Sequence[str], name: str = "") -> onnx.NodeProto:
@@ -122,16 +117,14 @@ def make_model(
 ) -> onnx.ModelProto:
     """A model whose graph is the one masked node; graph inputs are ``inputs`` (name -> array)
     and outputs ``Y``, ``Y_h`` (and ``Y_c``), with static shapes. No function bodies attached."""
-    from onnx_masked_rnn.attributes import infer_shapes
-
     spec = attrs.spec
     node = make_node(attrs, list(inputs))
     shapes = infer_shapes(attrs, [inputs[n].shape if n in inputs else None for n in spec.inputs])
-    dtype = _ONNX_TYPES[inputs["X"].dtype]
+    dtype = helper.np_dtype_to_tensor_dtype(inputs["X"].dtype)
     graph = helper.make_graph(
         [node],
         f"{attrs.op_type}_graph",
-        [helper.make_tensor_value_info(n, _ONNX_TYPES[v.dtype], v.shape) for n, v in inputs.items()],
+        [value_info(n, v) for n, v in inputs.items()],
         [helper.make_tensor_value_info(o, dtype, s) for o, s in zip(spec.outputs, shapes)],
     )
     return helper.make_model(

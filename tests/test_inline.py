@@ -19,7 +19,7 @@ from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET, max_opset
-from onnx_masked_rnn.testing import make_model, make_node, random_inputs
+from onnx_masked_rnn.testing import make_model, make_node, random_inputs, value_info
 
 T, N, I, H = 6, 3, 4, 5
 FLOAT = TensorProto.FLOAT
@@ -61,10 +61,6 @@ def lstm_inputs(attrs: RNNAttributes, seed: int = 0) -> dict[str, np.ndarray]:
     return random_inputs(
         attrs, T, N, I, H, rng=np.random.default_rng(seed), present=("B", "mask"), mask_kind="holes"
     )
-
-
-def value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
 
 
 def model_of(

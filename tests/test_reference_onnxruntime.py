@@ -22,7 +22,7 @@ from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close, batch_major_inputs, time_major_outputs
 
 from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, OP_SPECS, parse_attributes
-from onnx_masked_rnn.testing import random_inputs
+from onnx_masked_rnn.testing import random_inputs, value_info
 
 OPSET = 22
 T, N, I, H = 6, 5, 3, 4
@@ -31,7 +31,6 @@ NAMES = sorted(ACTIVATIONS)
 # super-exponentially, and float32 rounding with it, unless `clip` bounds its argument.
 BOUNDED = {"Sigmoid", "HardSigmoid", "Tanh", "ScaledTanh", "Softsign"}
 CASES_PER_OP = 12
-_ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
 
 
 def _case(op_type: str, i: int, first_activation: int) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -111,7 +110,7 @@ def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, 
     graph = helper.make_graph(
         [node],
         "native",
-        [helper.make_tensor_value_info(n, _ONNX_TYPE[v.dtype], v.shape) for n, v in inputs.items()],
+        [value_info(n, v) for n, v in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)

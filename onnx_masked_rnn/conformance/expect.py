@@ -21,7 +21,7 @@ from onnx import helper
 from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
-from onnx_masked_rnn.testing import random_inputs
+from onnx_masked_rnn.testing import random_inputs, value_info
 
 __all__ = ["ONNX_OPSET", "TOLERANCES", "Case", "expect", "random_case", "recording"]
 
@@ -72,10 +72,6 @@ def recording(description: str) -> Iterator[list[Case]]:
         _recorders.pop()
 
 
-def _value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
-
-
 def expect(
     node: onnx.NodeProto,
     inputs: Sequence[np.ndarray],
@@ -106,8 +102,8 @@ def expect(
     graph = helper.make_graph(
         [node],
         name,
-        [_value_info(n, a) for n, a in zip(present_inputs, inputs)],
-        [_value_info(n, a) for n, a in zip(present_outputs, outputs)],
+        [value_info(n, a) for n, a in zip(present_inputs, inputs)],
+        [value_info(n, a) for n, a in zip(present_outputs, outputs)],
     )
     model = helper.make_model(
         graph,
