@@ -223,7 +223,7 @@ class _MaskedToNative:
         given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
         outputs = len(spec.outputs) if outputs is None else outputs[: len(spec.outputs)]
         if _ambiguous_rnn_parameters(self.attrs):
-            return self.native_per_direction(given, outputs)
+            return self.native_per_direction(given)
         return self.native_op(self.attrs, given, outputs)
 
     def native_op(
@@ -236,9 +236,7 @@ class _MaskedToNative:
         attributes = attrs.to_onnx(include_masked_output=False) | {"layout": 0}
         return getattr(self.op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
 
-    def native_per_direction(
-        self, given: dict[str, ir.Value | None], outputs: int | list[str]
-    ) -> list[ir.Value]:
+    def native_per_direction(self, given: dict[str, ir.Value | None]) -> list[ir.Value]:
         """A bidirectional RNN as a forward and a reverse RNN, each with its own weights and
         activation (see :func:`_ambiguous_rnn_parameters`), concatenated."""
         op = self.op
@@ -253,11 +251,7 @@ class _MaskedToNative:
             }
             halves.append(self.native_op(one, {**given, **weights}, 2))
         (Y_f, Y_h_f), (Y_b, Y_h_b) = halves
-        names = [None, None] if isinstance(outputs, int) else outputs
-        return [
-            op.Concat(Y_f, Y_b, axis=1, _outputs=names[:1] if names[0] else 1),
-            op.Concat(Y_h_f, Y_h_b, axis=0, _outputs=names[1:2] if names[1] else 1),
-        ]
+        return [op.Concat(Y_f, Y_b, axis=1), op.Concat(Y_h_f, Y_h_b, axis=0)]
 
     def time_major(self, X: ir.Value) -> ir.Value:
         return self.op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X
