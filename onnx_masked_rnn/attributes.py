@@ -183,7 +183,7 @@ def _as_str(name: str, value: Any) -> str:
 
 
 def _as_int(name: str, value: Any, allowed: Sequence[int]) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise ValueError(f"attribute {name!r} must be an integer in {list(allowed)}, got {value!r}")
     value = int(value)
     if value not in allowed:
