@@ -21,6 +21,10 @@ _DELEGATED = {
         "onnx_masked_rnn.conformance.runner",
         "run the conformance suite on one or all backends; ends with 'N passed, N failed'",
     ),
+    "fuzz": (
+        "onnx_masked_rnn.fuzz",
+        "differential fuzz: random cases through every path, compared with the numpy reference",
+    ),
     "bench": ("onnx_masked_rnn.bench", "time the expansions against the native kernels, side by side"),
 }
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 from onnx import helper
+from onnx.reference.ops.op_scan import Scan as _OnnxReferenceScan
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import RNNAttributes, infer_shapes
@@ -133,3 +134,32 @@ def make_model(
         functions=list(functions),
         ir_version=10,
     )
+
+
+class Scan(_OnnxReferenceScan):
+    """onnx.reference's Scan plus ``scan_input_directions``/``scan_output_directions``, which it
+    refuses ("Scan is not implemented for other output input_direction than 0"): a reversed scan
+    input is read back to front, a reversed scan output written back to front. Pass it as
+    ``ReferenceEvaluator(model, new_ops=[Scan])`` to run the bodies' reverse direction."""
+
+    op_domain = ""
+    _DIRECTIONS = ("scan_input_directions", "scan_output_directions")
+
+    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict) -> None:
+        node = onnx.NodeProto()
+        node.CopyFrom(onnx_node)
+        self.directions = {a.name: list(a.ints) for a in node.attribute if a.name in self._DIRECTIONS}
+        kept = [a for a in node.attribute if a.name not in self._DIRECTIONS]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        super().__init__(node, run_params)
+
+    def _run(self, *args, **kwargs):
+        states = len(args) - self.num_scan_inputs
+
+        def flip(values, directions):
+            return [v[::-1] if i >= states and directions[i - states] else v for i, v in enumerate(values)]
+
+        inputs = self.directions.get("scan_input_directions", [0] * self.num_scan_inputs)
+        outputs = super()._run(*flip(args, inputs), **kwargs)
+        return tuple(flip(outputs, self.directions.get("scan_output_directions", [0] * len(outputs))))
