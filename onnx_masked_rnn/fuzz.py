@@ -48,16 +48,6 @@ STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
 # step (the conformance suite's 5e-3 at magnitude 1, with room for larger weights).
 TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2)}
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
-# (mask kind, weight) for the draw; "starts_masked": holes, with the first step of each direction masked.
-_MASK_KINDS = (
-    "all_true",
-    "right_padded",
-    "left_padded",
-    "holes",
-    "one_row_masked",
-    "all_masked",
-    "starts_masked",
-)
 
 
 @dataclasses.dataclass
@@ -149,7 +139,7 @@ def draw_case(seed: int, index: int) -> Case:
     """Case ``index`` of ``seed``: a pure function of the two numbers."""
     from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
     from onnx_masked_rnn.functions import MIN_OPSET, max_opset
-    from onnx_masked_rnn.testing import make_mask
+    from onnx_masked_rnn.testing import MASK_KINDS, make_mask
 
     rng = np.random.default_rng([seed, index])
     op_type = str(rng.choice(sorted(OP_SPECS)))
@@ -201,14 +191,8 @@ def draw_case(seed: int, index: int) -> Case:
         "P": normal(D, 3 * H, s=0.5),
         "sequence_lens": rng.integers(0, T + 1, size=N).astype(np.int32),
     }
-    kind = str(rng.choice(_MASK_KINDS))
-    mask = (
-        make_mask("holes" if kind == "starts_masked" else kind, T, N, rng)
-        if T and N
-        else np.ones((T, N), bool)
-    )
-    if kind == "starts_masked" and T:
-        mask[0] = mask[-1] = False
+    kind = str(rng.choice(MASK_KINDS))
+    mask = make_mask(kind, T, N, rng) if T and N else np.ones((T, N), bool)
     feeds["mask"] = mask.T.copy() if layout else mask
     optional = [n for n in spec.inputs[3:] if n in feeds]
     present = ["X", "W", "R", *(n for n in optional if rng.random() < 0.5)]

@@ -16,7 +16,15 @@ from onnx.reference.ops.op_scan import Scan as _OnnxReferenceScan
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import RNNAttributes, infer_shapes
 
-MASK_KINDS = ("all_true", "right_padded", "left_padded", "holes", "one_row_masked", "all_masked")
+MASK_KINDS = (
+    "all_true",
+    "right_padded",
+    "left_padded",
+    "holes",
+    "one_row_masked",
+    "all_masked",
+    "starts_masked",
+)
 
 
 def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int = 0) -> np.ndarray:
@@ -24,7 +32,10 @@ def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int =
 
     ``right_padded``/``left_padded``: each row keeps a random-length prefix/suffix (at least one
     step, and one row of full length); ``holes``: about 30% of steps masked anywhere, every row
-    keeping at least one step; ``one_row_masked``: holes, but row 0 fully masked.
+    keeping at least one step; ``one_row_masked``: holes, but row 0 fully masked; ``starts_masked``:
+    holes, but the first step of each direction (``t = 0`` and ``t = T - 1``) masked in every row,
+    so that ``Y`` there shows what a mode writes before any processed step (every row keeps a step
+    when ``T >= 3``).
     """
     if kind not in MASK_KINDS:
         raise ValueError(f"mask kind must be one of {MASK_KINDS}, got {kind!r}")
@@ -42,6 +53,10 @@ def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int =
         m[rng.integers(0, T, size=N), np.arange(N)] = True
         if kind == "one_row_masked":
             m[:, 0] = False
+        if kind == "starts_masked":
+            if T >= 3:
+                m[rng.integers(1, T - 1, size=N), np.arange(N)] = True
+            m[0] = m[-1] = False
     return m.T.copy() if layout == 1 else m
 
 
