@@ -35,7 +35,7 @@ import threading
 import time
 import traceback
 from collections import Counter
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -406,10 +406,16 @@ class _Worker:
 
 
 def fuzz(
-    seed: int, cases: list[int], paths: tuple[str, ...] = PATHS, jobs: int = 2, progress: bool = False
+    seed: int,
+    cases: list[int],
+    paths: tuple[str, ...] = PATHS,
+    jobs: int = 2,
+    progress: bool = False,
+    on_result: Callable[[int, dict[str, tuple[str, str]]], None] | None = None,
 ) -> dict[int, dict[str, tuple[str, str]]]:
     """Run ``cases`` (indices) of ``seed`` through ``paths`` in ``jobs`` worker processes; return
-    ``{case: {path: (status, detail)}}``."""
+    ``{case: {path: (status, detail)}}``. ``on_result(case, results)`` is called as each case
+    completes."""
     pending: queue.Queue[int] = queue.Queue()
     for index in cases:
         pending.put(index)
@@ -428,6 +434,8 @@ def fuzz(
                 outcome = worker.run(seed, index, paths)
                 with lock:
                     results[index] = outcome
+                    if on_result is not None:
+                        on_result(index, outcome)
                     done = len(results)
                     if progress and (done % 500 == 0 or done == len(cases)):
                         failed = sum(
@@ -466,7 +474,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, metavar="K", help="worker processes (default: 2)")
     parser.add_argument("--path", action="append", choices=PATHS, help="run only this path (repeatable)")
-    parser.add_argument("--json", metavar="PATH", help="write every case's results as JSON")
+    parser.add_argument(
+        "--log",
+        metavar="PATH",
+        help="append one JSON line per case as it completes (an interrupted run keeps what it did)",
+    )
 
 
 def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tuple[str, ...]) -> int:
@@ -505,11 +517,17 @@ def run(args: argparse.Namespace) -> int:
     if args.case:
         for index in args.case:
             print(f"case {index}: {draw_case(args.seed, index).describe()}")
-    results = fuzz(args.seed, indices, paths, args.jobs, progress=len(indices) >= 1000)
-    failures = report(results, args.seed, paths)
-    if args.json:
-        from onnx_masked_rnn._files import write_atomic
+    log = open(args.log, "a") if args.log else None  # noqa: SIM115 (closed below)
 
-        data = {"seed": args.seed, "results": {str(i): results[i] for i in sorted(results)}}
-        write_atomic(Path(args.json), json.dumps(data, indent=0).encode())
+    def record(index: int, outcome: dict[str, tuple[str, str]]) -> None:
+        if log is not None:
+            log.write(json.dumps({"seed": args.seed, "case": index, "results": outcome}) + "\n")
+            log.flush()
+
+    try:
+        results = fuzz(args.seed, indices, paths, args.jobs, progress=len(indices) >= 1000, on_result=record)
+    finally:
+        if log is not None:
+            log.close()
+    failures = report(results, args.seed, paths)
     return 1 if failures else 0
