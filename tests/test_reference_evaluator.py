@@ -88,7 +88,7 @@ def test_an_omitted_output_does_not_become_a_later_omitted_input() -> None:
     del node.output[:]
     node.output.extend(["", "Y_h_first"])
     second = onnx.helper.make_node(
-        "MaskedGRU", ["X", "W", "R"], ["Y", "Y_h"], domain=node.domain, **attrs.to_onnx()
+        "MaskedGRU", ["X", "W", "R", "", "", "", "mask"], ["Y", "Y_h"], domain=node.domain, **attrs.to_onnx()
     )
     first.graph.node.append(second)
     del first.graph.output[:]
@@ -97,5 +97,5 @@ def test_an_omitted_output_does_not_become_a_later_omitted_input() -> None:
     )
     Y_h_first, Y = ReferenceEvaluator(first, new_ops=reference.OPS).run(None, inputs)
     np.testing.assert_array_equal(Y_h_first, REFERENCE["MaskedGRU"](**inputs, **attributes)[1])
-    bare = {k: inputs[k] for k in ("X", "W", "R")}
+    bare = {k: inputs[k] for k in ("X", "W", "R", "mask")}
     np.testing.assert_array_equal(Y, REFERENCE["MaskedGRU"](**bare, **attributes)[0])
