@@ -35,14 +35,13 @@ class MaskedRNNInferenceError(onnx.shape_inference.InferenceError, ValueError):
 def _activation_parameter_note(parameter: str) -> str:
     """How ``activation_alpha`` or ``activation_beta`` is consumed, from the ACTIVATIONS table."""
     takes, default = (0, 2) if parameter == "alpha" else (1, 3)
-    names = [name for name, info in ACTIVATIONS.items() if info[takes]]
-    defaults = [
-        f"{name} {info[default]:g}" for name, info in ACTIVATIONS.items() if info[takes] and info[default]
-    ]
+    defaults = [f"{name} {info[default]:g}" for name, info in ACTIVATIONS.items() if info[takes]]
     return (
-        f" Only the activation functions that take {parameter} ({', '.join(names)}) consume a value,"
-        " in the order of `activations`, as onnxruntime's LSTM and GRU kernels consume them; when the"
-        f" list is exhausted a function takes its default ({', '.join(defaults)}, 0 for the others)."
+        f" Precisely: walking `activations` in order, each function that takes {parameter} consumes the"
+        " next unused value, and a function that does not take it consumes none; a function that finds"
+        f" the list exhausted takes its default ({', '.join(defaults)}: the ONNX operators' defaults,"
+        " and for Affine and ScaledTanh those the specification gives them). Values that no function"
+        " consumes are an error."
     )
 
 
@@ -73,28 +72,37 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
         "activation_alpha": _activation_parameter_note("alpha"),
         "activation_beta": _activation_parameter_note("beta"),
         "masked_output": (
-            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `carry`: the `Y`"
-            " of the previous processed step of the same direction, 0 before the first (Keras with the"
-            " TensorFlow or PyTorch backend, tf.keras). `state`: the carried hidden state, so"
-            " `initial_h` (or 0) before the first processed step (Keras 3 with the JAX or NumPy"
-            " backend). `zero`: 0 (ONNX LSTM/GRU/RNN given `sequence_lens` as onnxruntime runs them,"
-            " cuDNN, PyTorch packed sequences, Keras `Bidirectional` with `return_sequences=True`)."
+            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero` (default):"
+            " 0; with `mask` absent this is what the ONNX operator computes beyond a row's"
+            " `sequence_lens`. `carry`: the `Y` of the previous processed step of the same direction,"
+            " 0 before the first. Any other value is an error. The state, `Y_h` and `Y_c` do not"
+            " depend on it."
         ),
     }
     if spec.op_type == "MaskedRNN":
         amended["activations"] = (
-            " As in RNN-22 (and onnxruntime), a forward or reverse node may list two functions, as"
-            ' the default `["Tanh", "Tanh"]` does: the first is used.'
+            ' As RNN-22\'s default `["Tanh", "Tanh"]` does, a forward or reverse node may list two'
+            " functions: the first is used."
         )
     return amended
 
 
+_ONNX_THRESHOLDED_RELU = "ThresholdedRelu(x)     - x if x >= alpha else 0"
+_THRESHOLDED_RELU = "ThresholdedRelu(x)     - x if x > alpha else 0"
+
+
 def _doc(spec: OpSpec, base: OpSchema) -> str:
     onnx_doc = base.doc.strip()
-    # Keep ONNX's notation, activation functions and cell equations verbatim; drop its first
-    # sentence (replaced below) and move its closing note on optional arguments to the end.
+    # Keep ONNX's notation, activation functions and cell equations; drop its first sentence
+    # (replaced below), move its closing note on optional arguments to the end, and give
+    # ThresholdedRelu the ThresholdedRelu operator's `>` (LSTM-22's list writes `>=`).
     body, found, rest = onnx_doc[onnx_doc.index("Notations:") :].partition(_OPTIONAL_ARGUMENTS_NOTE)
     body, note = body.rstrip(), found + rest
+    if _ONNX_THRESHOLDED_RELU not in body:
+        raise AssertionError(
+            f"{spec.onnx_op_type}-{ONNX_BASE_VERSION}'s doc no longer lists ThresholdedRelu as expected"
+        )
+    body = body.replace(_ONNX_THRESHOLDED_RELU, _THRESHOLDED_RELU)
     lstm = spec.op_type == "MaskedLSTM"
     state, prev, new = ("(Ht, Ct)", "(Ht-1, Ct-1)", "(H't, C't)") if lstm else ("Ht", "Ht-1", "H't")
     finals, initials = ("Y_h, Y_c", "initial_h, initial_c") if lstm else ("Y_h", "initial_h")
@@ -103,10 +111,17 @@ Computes a one-layer {spec.onnx_op_type} over sequences that may have masked ste
 It is {spec.onnx_op_type}-{ONNX_BASE_VERSION} (the same inputs in the same positions, attributes,
 defaults, outputs and cell equations) with one more optional input, `mask`, and one more
 attribute, `masked_output`. A masked step leaves the state unchanged, its input reaches no
-output, and the output at that step is chosen by `masked_output` to match the framework the
-model comes from.
+output, and `masked_output` says what the output holds there. With `mask` absent and
+`masked_output` at its default, the operator computes exactly what {spec.onnx_op_type}-{ONNX_BASE_VERSION}
+computes, `sequence_lens` included; for a row of length 0, which {spec.onnx_op_type}-{ONNX_BASE_VERSION}
+leaves undefined, {finals} is the initial state.
 
 {body}
+
+Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta
+(defaults alpha 1.0, beta 0.0) and ScaledTanh(x) = alpha*Tanh(beta*x) (defaults alpha 1.0,
+beta 1.0). A parameter that activation_alpha or activation_beta does not give takes the
+default of the operator's attribute.
 
 Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
 seq_length-1 .. 0 reverse; "previous" means previously processed):
@@ -114,10 +129,10 @@ seq_length-1 .. 0 reverse; "previous" means previously processed):
 * mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
 * {new} = the cell equations above applied to Xt and {prev}
 * {state} = mt ? {new} : {prev}
-* Yt = mt ? H't : (carry: the previous Y of this direction, 0 before the first processed step
-  | state: Ht | zero: 0)
+* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
+  processed step)
 * {finals} = the state after the last step: {initials} (0 if absent) for a row with no
-  processed step.
+  processed step, including every row when seq_length is 0.
 
 {note}""".strip()
 
