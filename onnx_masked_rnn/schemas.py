@@ -18,7 +18,15 @@ import onnx.numpy_helper
 from onnx.defs import OpSchema
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
-from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, Dim, OpSpec, infer_shapes, parse_node
+from onnx_masked_rnn.attributes import (
+    ACTIVATIONS,
+    MASKED_OUTPUT_MODES,
+    OP_SPECS,
+    Dim,
+    OpSpec,
+    infer_shapes,
+    parse_node,
+)
 
 __all__ = ["ONNX_BASE_VERSION", "MaskedRNNInferenceError", "build_schema", "register_schemas"]
 
@@ -72,11 +80,11 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
         "activation_alpha": _activation_parameter_note("alpha"),
         "activation_beta": _activation_parameter_note("beta"),
         "masked_output": (
-            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero` (default):"
-            " 0; with `mask` absent this is what the ONNX operator computes beyond a row's"
-            " `sequence_lens`. `carry`: the `Y` of the previous processed step of the same direction,"
-            " 0 before the first. Any other value is an error. The state, `Y_h` and `Y_c` do not"
-            " depend on it."
+            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`"
+            " (default): 0; with `mask` absent the operator then computes exactly what"
+            f" {spec.onnx_op_type}-22 computes. `carry`: the `Y` of the previous processed step of the"
+            " same direction, 0 before the first processed step. Any other value is an error. The"
+            " state, `Y_h` and `Y_c` do not depend on it."
         ),
     }
     if spec.op_type == "MaskedRNN":
@@ -179,7 +187,9 @@ def build_schema(op_type: str) -> OpSchema:
             attributes.append(OpSchema.Attribute(name, attr.type, description, required=attr.required))
     attributes.append(
         OpSchema.Attribute(
-            "masked_output", onnx.helper.make_attribute("masked_output", "carry"), extra["masked_output"]
+            "masked_output",
+            onnx.helper.make_attribute("masked_output", MASKED_OUTPUT_MODES[0]),
+            extra["masked_output"],
         )
     )
     type_constraints = [
