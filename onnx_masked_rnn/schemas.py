@@ -114,6 +114,7 @@ def _doc(spec: OpSpec, base: OpSchema) -> str:
     lstm = spec.op_type == "MaskedLSTM"
     state, prev, new = ("(Ht, Ct)", "(Ht-1, Ct-1)", "(H't, C't)") if lstm else ("Ht", "Ht-1", "H't")
     finals, initials = ("Y_h, Y_c", "initial_h, initial_c") if lstm else ("Y_h", "initial_h")
+    affine, scaled_tanh = ACTIVATIONS["Affine"][2:], ACTIVATIONS["ScaledTanh"][2:]
     return f"""
 Computes a one-layer {spec.onnx_op_type} over sequences that may have masked steps anywhere.
 It is {spec.onnx_op_type}-{ONNX_BASE_VERSION} (the same inputs in the same positions, attributes,
@@ -127,9 +128,9 @@ leaves undefined, {finals} is the initial state.
 {body}
 
 Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta
-(defaults alpha 1.0, beta 0.0) and ScaledTanh(x) = alpha*Tanh(beta*x) (defaults alpha 1.0,
-beta 1.0). A parameter that activation_alpha or activation_beta does not give takes the
-default of the operator's attribute.
+(defaults alpha {affine[0]:.1f}, beta {affine[1]:.1f}) and ScaledTanh(x) = alpha*Tanh(beta*x) (defaults
+alpha {scaled_tanh[0]:.1f}, beta {scaled_tanh[1]:.1f}). A parameter that activation_alpha or activation_beta
+does not give takes the default of the operator's attribute.
 
 Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
 seq_length-1 .. 0 reverse; "previous" means previously processed):
