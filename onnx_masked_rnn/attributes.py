@@ -98,7 +98,7 @@ OP_SPECS: dict[str, OpSpec] = {
 
 # name -> (takes alpha, takes beta, default alpha, default beta). A function that is an ONNX operator
 # has that operator's defaults (onnx.defs.get_schema(name).attributes); Affine and ScaledTanh, no
-# longer operators, have the defaults spec/semantics.md section 8 gives them (Affine: those of the
+# longer operators, have the defaults spec/semantics.md section 9 gives them (Affine: those of the
 # former experimental Affine-1; ScaledTanh-1 declared none: 1.0 and 1.0 make it Tanh). Each function
 # takes the next unused value of `activation_alpha`/`activation_beta` only when it has that
 # parameter, and its default when the list is exhausted.

@@ -33,7 +33,7 @@ NAMES = sorted(ACTIVATIONS)
 BOUNDED = {"Sigmoid", "HardSigmoid", "Tanh", "ScaledTanh", "Softsign"}
 CASES_PER_OP = 12
 # Functions whose parameter defaults in onnxruntime's kernels (0) are not the specification's
-# (spec/semantics.md section 8 and its note): a case that leaves one of them a default gives
+# (spec/semantics.md section 9 and its note): a case that leaves one of them a default gives
 # onnxruntime every parameter explicitly, as the native expansion does.
 ONNXRUNTIME_OTHER_DEFAULTS = {"ThresholdedRelu", "Affine", "ScaledTanh"}
 
