@@ -57,6 +57,7 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
     """Text appended to the ONNX descriptions, by input, output or attribute name (for ``mask``
     and ``masked_output``, their whole description)."""
     layout_shapes = "`[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1"
+    finals = "`Y_h` and `Y_c`" if spec.op_type == "MaskedLSTM" else "`Y_h`"
     amended = {
         "sequence_lens": (
             " Combined with `mask`: step `t` of row `b` is processed only when `t < sequence_lens[b]`"
@@ -84,9 +85,14 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
             " (default): 0; with `mask` absent the operator then computes exactly what"
             f" {spec.onnx_op_type}-22 computes. `carry`: the `Y` of the previous processed step of the"
             " same direction, 0 before the first processed step. Any other value is an error. The"
-            " state, `Y_h` and `Y_c` do not depend on it."
+            f" state and {finals} do not depend on it."
         ),
     }
+    if spec.op_type == "MaskedLSTM":
+        amended["clip"] = (
+            " It bounds the arguments of f and g; the cell state Ct is not clipped, not even as the"
+            " argument of h."
+        )
     if spec.op_type == "MaskedRNN":
         amended["activations"] = (
             ' As RNN-22\'s default `["Tanh", "Tanh"]` does, a forward or reverse node may list two'
