@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.torch import ops
 
 __all__ = ["MaskedGRU", "MaskedLSTM", "MaskedRNN"]
@@ -39,7 +40,7 @@ class _Masked:
                 f"{type(self).__name__} does not support proj_size={self.proj_size}: ONNX LSTM has no "
                 "projection (an LSTM with proj_size has no MaskedLSTM equivalent)"
             )
-        ops.parse(self.op_type, {"masked_output": masked_output})
+        parse_attributes(self.op_type, masked_output=masked_output)
         self.masked_output = masked_output
 
     @classmethod

@@ -46,10 +46,9 @@ import torch
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, infer_shapes, parse_attributes
 from onnx_masked_rnn.torch import eager
 
-__all__ = ["NAMESPACE", "OPS", "masked_gru", "masked_lstm", "masked_rnn", "parse", "validate"]
+__all__ = ["NAMESPACE", "OPS", "masked_gru", "masked_lstm", "masked_rnn", "validate"]
 
 NAMESPACE = "onnx_masked_rnn"
-_MODES = ("zero", "carry")
 
 _COMMON = (
     "str direction='forward', int? hidden_size=None, str[]? activations=None, "
@@ -69,16 +68,6 @@ _SCHEMAS = {
 _INPUTS = {op: tuple(n for n in spec.inputs if n != "sequence_lens") for op, spec in OP_SPECS.items()}
 
 
-def parse(op_type: str, attributes: dict[str, Any]) -> RNNAttributes:
-    """The op's attributes, validated, with every default applied."""
-    attrs = parse_attributes(op_type, **attributes)
-    if attrs.masked_output not in _MODES:  # contract v2 dropped "state"
-        raise ValueError(
-            f"attribute 'masked_output' must be one of {list(_MODES)}, got {attrs.masked_output!r}"
-        )
-    return attrs
-
-
 def validate(
     op_type: str, tensors: Sequence[torch.Tensor | None], attributes: dict[str, Any]
 ) -> RNNAttributes:
@@ -87,7 +76,7 @@ def validate(
     Raises ``ValueError`` naming the attribute or input that is wrong. Works on fake tensors with
     symbolic sizes (only known sizes are compared).
     """
-    attrs = parse(op_type, attributes)
+    attrs = parse_attributes(op_type, **attributes)
     named = dict(zip(_INPUTS[op_type], tensors))
     X = named["X"]
     if not X.is_floating_point():
