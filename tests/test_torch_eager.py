@@ -83,6 +83,26 @@ def test_equals_packed_sequence(
 
 
 @pytest.mark.parametrize("name", CLASSES)
+def test_without_bias_equals_packed_sequence(name: str) -> None:
+    """``bias=False`` (the op gets no ``B``) == the torch module on a packed sequence."""
+    cls, kwargs = CLASSES[name]
+    torch.manual_seed(9)
+    module = cls.torch_class(I, H, num_layers=2, bias=False, bidirectional=True, **kwargs).double()
+    x = torch.randn(T, N, I, dtype=torch.float64)
+    with torch.no_grad():
+        expected_output, expected_state = module(pack_padded_sequence(x, LENGTHS, enforce_sorted=False))
+        expected_output, _ = pad_packed_sequence(expected_output, total_length=T)
+        output, state = cls.from_module(module)(x, mask=(torch.arange(T)[:, None] < LENGTHS[None, :]))
+    assert_close(
+        f"nn.{name} packed (torch modules)",
+        _flat(output, state),
+        _flat(expected_output, expected_state),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("name", CLASSES)
 def test_packed_sequence_input(name: str) -> None:
     """A PackedSequence in gives a PackedSequence out, equal to the torch module's (data,
     batch_sizes, row order) and the same final state."""

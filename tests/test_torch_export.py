@@ -22,13 +22,13 @@ LAYERS = {"MaskedLSTM": 2, "MaskedGRU": 1, "MaskedRNN": 2}
 
 
 class Stack(torch.nn.Module):
-    """Batch-first LSTM (2 layers, bidirectional, given initial states) -> GRU ("carry") -> RNN
-    (relu, 2 layers, bidirectional): every op, both layouts of state, both modes."""
+    """Batch-first LSTM (2 layers, bidirectional, given initial states) -> GRU ("carry", no bias)
+    -> time-major RNN (relu, 2 layers, bidirectional): every op, both layouts, both modes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lstm = MaskedLSTM(I, H, num_layers=2, bidirectional=True, batch_first=True)
-        self.gru = MaskedGRU(2 * H, H, batch_first=True, masked_output="carry")
+        self.gru = MaskedGRU(2 * H, H, bias=False, batch_first=True, masked_output="carry")
         self.rnn = MaskedRNN(H, H, num_layers=2, nonlinearity="relu", bidirectional=True)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor):

@@ -82,9 +82,9 @@ def validate(
     if not X.is_floating_point():
         raise ValueError(f"input 'X' must be a floating-point tensor, got {X.dtype}")
     for name, value in named.items():
-        if value is None or name in ("X", "mask"):
+        if value is None or name == "X":
             continue
-        if value.dtype != X.dtype:
+        if name != "mask" and value.dtype != X.dtype:
             raise ValueError(f"input {name!r} must have the dtype of X ({X.dtype}), got {value.dtype}")
         if value.device != X.device:
             raise ValueError(f"input {name!r} must be on the device of X ({X.device}), got {value.device}")
