@@ -190,7 +190,7 @@ class _Masked:
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
         padded, lengths = pad_packed_sequence(packed, batch_first=self.batch_first)
         steps = torch.arange(padded.shape[1 if self.batch_first else 0])
-        mask = steps[None, :] < lengths[:, None]  # [N, T]
+        mask = (steps[None, :] < lengths[:, None]).to(padded.device)  # [N, T]
         output, state = self.forward(padded, hx, mask if self.batch_first else mask.t())
         # Re-pack in the input's row order so data and batch_sizes equal torch's.
         order = packed.sorted_indices
