@@ -37,7 +37,7 @@ from onnx_masked_rnn.attributes import (
     OP_SPECS,
     parse_attributes,
 )
-from onnx_masked_rnn.functions import MIN_OPSET, build_scan_function, max_opset
+from onnx_masked_rnn.functions import MIN_OPSET, Configuration, build_scan_function, max_opset
 from onnx_masked_rnn.testing import make_model, random_inputs
 
 T, N, I, H = 5, 3, 4, 6
@@ -252,7 +252,7 @@ def test_function_contract(op_type, direction):
     spec = OP_SPECS[op_type]
     attrs = parse_attributes(op_type, direction=direction, clip=3.0)
     for opset in (MIN_OPSET, NEWEST):
-        function = build_scan_function(attrs, frozenset(spec.inputs[3:]), opset)
+        function = build_scan_function(Configuration.of(attrs, frozenset(spec.inputs[3:])), opset)
         assert (function.domain, function.name) == (DOMAIN, op_type)
         assert tuple(function.input) == spec.inputs
         assert tuple(function.output) == spec.outputs
@@ -266,48 +266,53 @@ def test_function_contract(op_type, direction):
             assert onnx.defs.has(node.op_type), node.op_type
 
 
+@pytest.mark.parametrize("form", ["portable", "capture"])
 @pytest.mark.parametrize(
-    ("op_type", "attributes", "matmuls"),
+    ("op_type", "attributes", "matmuls", "weights"),
     [
-        ("MaskedLSTM", {}, 2),  # i, o, f (activation f) and c (activation g)
-        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 2),
-        ("MaskedGRU", {"linear_before_reset": 1}, 2),  # z, r (activation f) and h (activation g)
-        ("MaskedGRU", {"linear_before_reset": 0}, 2),
-        ("MaskedRNN", {}, 1),
+        ("MaskedLSTM", {}, 2, 2),  # i, o, f (activation f) and c (activation g); R_iof, R_c
+        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 2, 2),
+        ("MaskedGRU", {"linear_before_reset": 1}, 2, 3),  # z, r (activation f) and h; R_zr, R_h, Rb_h
+        ("MaskedGRU", {"linear_before_reset": 0}, 2, 2),
+        ("MaskedRNN", {}, 1, 1),
     ],
 )
-def test_scan_body_is_lean(op_type, attributes, matmuls):
+def test_scan_body_is_lean(op_type, attributes, matmuls, weights, form):
     """The step computes H·Rᵀ in one MatMul per activation (so no Split of a product of all
     gates), no transposes, and nothing that does not depend on the state: X·Wᵀ + Wb + Rb is
-    computed before the Scan. The step's output is not an Identity copy of the state."""
+    computed before the Scan. The only copies are the portable form's pass-through weights."""
     attrs = parse_attributes(op_type, **attributes)
-    (scan,) = _scans(build_scan_function(attrs, frozenset({"B", "mask"}), MIN_OPSET))
+    config = Configuration.of(attrs, frozenset({"B", "mask"}))
+    (scan,) = _scans(build_scan_function(config, MIN_OPSET, form))
     body = next(a.g for a in scan.attribute if a.name == "body")
     ops = [n.op_type for n in walk_nodes(body.node)]
     assert ops.count("MatMul") == matmuls
-    assert "Transpose" not in ops and "Gather" not in ops and "Identity" not in ops
+    assert "Transpose" not in ops and "Gather" not in ops
+    assert ops.count("Identity") == (weights if form == "portable" else 0)
     assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1)
     assert ops.count("Split") == (0 if op_type == "MaskedRNN" else 1)
 
 
 def test_reverse_uses_scan_directions():
     attrs = parse_attributes("MaskedRNN", direction="bidirectional")
-    forward, backward = _scans(build_scan_function(attrs, frozenset(), MIN_OPSET))
+    forward, backward = _scans(build_scan_function(Configuration.of(attrs, frozenset()), MIN_OPSET))
     directions = {a.name: list(a.ints) for a in backward.attribute if a.name.endswith("directions")}
-    assert directions == {"scan_input_directions": [1, 1], "scan_output_directions": [1]}
+    assert directions == {"scan_input_directions": [1], "scan_output_directions": [1]}
     directions = {a.name: list(a.ints) for a in forward.attribute if a.name.endswith("directions")}
-    assert directions == {"scan_input_directions": [0, 0], "scan_output_directions": [0]}
+    assert directions == {"scan_input_directions": [0], "scan_output_directions": [0]}
 
 
 @pytest.mark.parametrize("opset", [MIN_OPSET - 1, NEWEST + 1])
 def test_unsupported_opset_is_refused(opset):
     with pytest.raises(ValueError, match=f"ai.onnx opset {opset} is not supported"):
-        build_scan_function(parse_attributes("MaskedRNN"), frozenset(), opset)
+        build_scan_function(Configuration.of(parse_attributes("MaskedRNN"), frozenset()), opset)
 
 
 def test_unknown_present_input_is_refused():
     with pytest.raises(ValueError, match="initial_c"):
-        build_scan_function(parse_attributes("MaskedGRU"), frozenset({"initial_c"}), MIN_OPSET)
+        build_scan_function(
+            Configuration.of(parse_attributes("MaskedGRU"), frozenset({"initial_c"})), MIN_OPSET
+        )
 
 
 @pytest.mark.parametrize("opset", range(MIN_OPSET, NEWEST + 1))
