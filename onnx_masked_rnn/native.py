@@ -49,7 +49,9 @@ from onnx_masked_rnn.functions import (
     Configuration,
     build_scan_function,
     check_opset,
+    declared_outputs,
     formal_inputs,
+    nothing_processed,
     to_function_proto,
 )
 
@@ -83,7 +85,8 @@ def build_native_function(config: Configuration, opset: int, form: str = "captur
 
     def body(op, *values: ir.Value) -> list[ir.Value]:
         inputs = {n: v for n, v in zip(spec.inputs, values) if n in {"X", "W", "R"} | set(config.present)}
-        return _MaskedToNative(op, attrs, inputs, ir.DataType(config.dtype)).outputs()[: config.num_outputs]
+        every_output = dataclasses.replace(config, num_outputs=len(spec.outputs))
+        return _MaskedToNative(op, every_output, inputs).outputs()[: config.num_outputs]
 
     function = build_function(
         body, formal_inputs(config), domain=DOMAIN, name=spec.op_type, opset_imports={"": opset}
@@ -114,9 +117,10 @@ class _MaskedToNative:
     ``[T, N]`` int32 throughout; ``layout`` only changes how ``X``, ``Y`` and the states are
     addressed."""
 
-    def __init__(self, op, attrs: RNNAttributes, inputs: dict[str, ir.Value], dtype: ir.DataType) -> None:
-        self.op, self.attrs, self.inputs, self.dtype = op, attrs, inputs, dtype
-        self.batch_major = attrs.layout == 1
+    def __init__(self, op, config: Configuration, inputs: dict[str, ir.Value]) -> None:
+        self.op, self.config, self.attrs, self.inputs = op, config, config.attrs, inputs
+        self.dtype = ir.DataType(config.dtype)
+        self.batch_major = config.attrs.layout == 1
         dims = op.Cast(op.Shape(inputs["X"]), to=_INT32)
         self.T = op.Gather(dims, 1 if self.batch_major else 0, _outputs=["T"])  # scalars
         self.N = op.Gather(dims, 0 if self.batch_major else 1, _outputs=["N"])
@@ -142,36 +146,18 @@ class _MaskedToNative:
             counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
             nothing = op.Equal(op.ReduceSum(counts, keepdims=0), self.zero)
         spec = self.attrs.spec
-        ranks = [4, 3, 3][: len(spec.outputs)]
-        declared = [
-            ir.Value(name=f"{name}_out", type=ir.TensorType(self.dtype), shape=ir.Shape([None] * r))
-            for name, r in zip(spec.outputs, ranks)
-        ]
-        empty = op.builder.subgraph(lambda op: self.empty(op), [], declared, name="nothing_processed")
-        declared = [ir.Value(name=v.name, type=v.type, shape=v.shape) for v in declared]
+        empty = op.builder.subgraph(
+            lambda op: nothing_processed(op, self.config, self.inputs),
+            [],
+            declared_outputs(self.config),
+            name="nothing_processed",
+        )
+        declared = declared_outputs(self.config)
         if m is None:
             work = op.builder.subgraph(lambda op: self.unmasked(op), [], declared, name="native")
         else:
             work = op.builder.subgraph(lambda op: self.masked(op, m, counts), [], declared, name="compacted")
         return op.If(nothing, then_branch=empty, else_branch=work, _outputs=list(spec.outputs))
-
-    def empty(self, op) -> list[ir.Value]:
-        """Nothing processed: zeros for ``Y``, the initial states (zeros when absent) for the rest."""
-        H = op.Constant(value_ints=[self.attrs.hidden_size])
-        D = op.Constant(value_ints=[self.attrs.num_directions])
-        T, N = op.Reshape(op.Cast(self.T, to=_INT64), [1]), op.Reshape(op.Cast(self.N, to=_INT64), [1])
-        zero = ir.tensor(np.zeros(1, dtype=self.dtype.numpy()))
-        y_dims = (N, T, D, H) if self.batch_major else (T, D, N, H)
-        outputs = [op.ConstantOfShape(op.Concat(*y_dims, axis=0), value=zero)]
-        state_dims = (N, D, H) if self.batch_major else (D, N, H)
-        for name in ("initial_h", "initial_c")[: len(self.attrs.spec.outputs) - 1]:
-            given = self.inputs.get(name)
-            outputs.append(
-                op.Identity(given)
-                if given is not None
-                else op.ConstantOfShape(op.Concat(*state_dims, axis=0), value=zero)
-            )
-        return outputs
 
     def unmasked(self, op) -> list[ir.Value]:
         """Nothing masked: the native op is the whole story."""

@@ -161,9 +161,15 @@ def prepared(case: Case) -> tuple[onnx.ModelProto, dict[str, np.ndarray], tuple[
     return make_model(attrs, inputs, case.opset), inputs, expected
 
 
-def run_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+def run_onnxruntime(
+    model: onnx.ModelProto, inputs: dict[str, np.ndarray], optimize: bool = True
+) -> list[np.ndarray]:
+    """onnxruntime with its graph optimizations (``optimize``) or none (``ORT_DISABLE_ALL``, where
+    a Scan body must state the shapes of its outputs itself)."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
@@ -177,17 +183,23 @@ def check(oracle: str, case: Case, actual, expected) -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_onnxruntime_attached(case):
     model, inputs, expected = prepared(case)
-    attached = attach_functions(model)
-    onnx.checker.check_model(attached, full_check=True)
-    check("onnxruntime, attach_functions", case, run_onnxruntime(attached, inputs), expected)
+    for form in ("capture", "portable"):
+        attached = attach_functions(model, scan_form=form)
+        onnx.checker.check_model(attached, full_check=True)
+        for optimize in (True, False):
+            actual = run_onnxruntime(attached, inputs, optimize)
+            check(f"onnxruntime, attach_functions {form} optimize={optimize}", case, actual, expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_onnxruntime_inlined(case):
     model, inputs, expected = prepared(case)
-    inlined = inline(model, "scan")
-    onnx.checker.check_model(inlined, full_check=True)
-    check("onnxruntime, inline scan", case, run_onnxruntime(inlined, inputs), expected)
+    for form in ("capture", "portable"):
+        inlined = inline(model, "scan", scan_form=form)
+        onnx.checker.check_model(inlined, full_check=True)
+        for optimize in (True, False):
+            actual = run_onnxruntime(inlined, inputs, optimize)
+            check(f"onnxruntime, inline scan {form} optimize={optimize}", case, actual, expected)
 
 
 class Scan(OnnxReferenceScan):
@@ -221,10 +233,12 @@ class Scan(OnnxReferenceScan):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_reference_evaluator_inlined(case):
-    """onnx's ReferenceEvaluator runs the inlined body; the reverse direction needs the Scan above."""
+    """onnx's ReferenceEvaluator runs the inlined portable body; the reverse direction needs the
+    Scan above."""
     model, inputs, expected = prepared(case)
     reverse = dict(case.attributes)["direction"] != "forward"
-    evaluator = ReferenceEvaluator(inline(model, "scan"), new_ops=[Scan] if reverse else None)
+    inlined = inline(model, "scan", scan_form="portable")
+    evaluator = ReferenceEvaluator(inlined, new_ops=[Scan] if reverse else None)
     check("onnx ReferenceEvaluator, inline scan", case, evaluator.run(None, inputs), expected)
 
 

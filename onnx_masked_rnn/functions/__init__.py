@@ -6,7 +6,8 @@ it supplies, to the outputs it lists and to ``X``'s element type, and holds only
 ``ai.onnx`` ops at ``opset``. It is built with onnxscript's graph builder from plain Python:
 :mod:`.cells` holds the three cells (as ``reference.lstm_cell``/``gru_cell``/``rnn_cell``),
 :mod:`.masked_scan` the masking (as ``reference.masked_recurrence``), and :func:`op_body` below
-the layout and the directions around them (as ``reference``'s ``_run``).
+the layout and the directions around them (as ``reference``'s ``_run``), and
+:func:`nothing_processed` the result when there is no step to process.
 
 Edge sizes: ``batch_size`` 0 and ``seq_length`` 0 give an empty ``Y`` and the initial states
 (zeros when absent) as ``Y_h``/``Y_c``.
@@ -157,12 +158,65 @@ def _build(config: Configuration, opset: int, form: str) -> onnx.FunctionProto:
     return to_function_proto(function, config, describe(config, form))
 
 
+def declared_outputs(config: Configuration) -> list[ir.Value]:
+    """The op's outputs with their element type and rank, as an ``If`` branch declares them."""
+    ranks = (4, 3, 3)
+    return [
+        ir.Value(name=name, type=ir.TensorType(ir.DataType(config.dtype)), shape=ir.Shape([None] * rank))
+        for name, rank in zip(config.attrs.spec.outputs[: config.num_outputs], ranks)
+    ]
+
+
+def nothing_processed(op, config: Configuration, inputs: dict[str, ir.Value]) -> list[ir.Value]:
+    """The outputs when no step is processed (``batch_size`` or ``seq_length`` 0, or every step
+    masked): zeros for ``Y``, the initial states (zeros when absent) for ``Y_h``/``Y_c``."""
+    attrs = config.attrs
+    batch_axis, time_axis = (0, 1) if attrs.layout == 1 else (1, 0)
+    X = inputs["X"]
+    T = op.Shape(X, start=time_axis, end=time_axis + 1)
+    N = op.Shape(X, start=batch_axis, end=batch_axis + 1)
+    D, H = op.Constant(value_ints=[attrs.num_directions]), op.Shape(inputs["R"], start=2, end=3)
+    zero = ir.tensor(np.zeros(1, dtype=ir.DataType(config.dtype).numpy()))
+    outputs = [
+        op.ConstantOfShape(
+            op.Concat(*((N, T, D, H) if attrs.layout == 1 else (T, D, N, H)), axis=0), value=zero
+        )
+    ]
+    state_shape = op.Concat(*((N, D, H) if attrs.layout == 1 else (D, N, H)), axis=0)
+    for name in ("initial_h", "initial_c")[: config.num_outputs - 1]:
+        given = inputs.get(name)
+        outputs.append(
+            op.Identity(given) if given is not None else op.ConstantOfShape(state_shape, value=zero)
+        )
+    return outputs
+
+
 def op_body(op, config: Configuration, form: str, *values: ir.Value | None) -> list[ir.Value]:
-    """The op's outputs from its inputs (None for absent ones): the effective mask, time-major
-    views for ``layout`` 1, one :func:`masked_scan` per direction, outputs concatenated over
-    directions and put back in ``layout``."""
+    """The op's outputs from its inputs (None for absent ones): :func:`nothing_processed` when
+    ``X`` has no step or no row (onnxruntime's Scan fails on a sequence of length 0), else
+    :func:`recurrence`."""
+    spec = config.attrs.spec
+    inputs = {n: v for n, v in zip(spec.inputs, values) if n in ("X", "W", "R") or n in config.present}
+    empty = op.Equal(op.ReduceProd(op.Shape(inputs["X"], start=0, end=2), keepdims=0), 0)
+    nothing = op.builder.subgraph(
+        lambda op: nothing_processed(op, config, inputs),
+        [],
+        declared_outputs(config),
+        name="nothing_processed",
+    )
+    work = op.builder.subgraph(
+        lambda op: recurrence(op, config, form, inputs), [], declared_outputs(config), name="recurrence"
+    )
+    outputs = op.If(
+        empty, then_branch=nothing, else_branch=work, _outputs=list(spec.outputs[: config.num_outputs])
+    )
+    return list(outputs) if config.num_outputs > 1 else [outputs]
+
+
+def recurrence(op, config: Configuration, form: str, inputs: dict[str, ir.Value]) -> list[ir.Value]:
+    """The effective mask, time-major views for ``layout`` 1, one :func:`masked_scan` per
+    direction, outputs concatenated over directions and put back in ``layout``."""
     attrs, dtype = config.attrs, ir.DataType(config.dtype)
-    inputs = {n: v for n, v in zip(attrs.spec.inputs, values) if n in ("X", "W", "R") or n in config.present}
     get = inputs.get
     X = inputs["X"]
     m = effective_mask(op, X, get("sequence_lens"), get("mask"), attrs.layout)
