@@ -255,7 +255,7 @@ def test_reference_evaluator_scan_lacks_directions():
 
 
 def _scans(function: onnx.FunctionProto) -> list[onnx.NodeProto]:
-    return [n for n in function.node if n.op_type == "Scan"]
+    return [n for n in walk_nodes(function.node) if n.op_type == "Scan"]
 
 
 @pytest.mark.parametrize("op_type", OP_SPECS)
