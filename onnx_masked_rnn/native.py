@@ -63,7 +63,7 @@ _UNLIKE_THE_SPECIFICATION = {"Softplus"}
 """Activations onnxruntime's LSTM/GRU/RNN kernels compute differently from the specification."""
 
 
-def build_native_function(config: Configuration, opset: int, form: str = "capture") -> onnx.FunctionProto:
+def build_native_function(config: Configuration, opset: int, form: str = "portable") -> onnx.FunctionProto:
     """The native expansion of a node of configuration ``config``, as a FunctionProto in
     :data:`DOMAIN` named after the op, using ``ai.onnx`` ops at ``opset`` only; the Scan body
     (in ``form``) for a node with an activation in ``_UNLIKE_THE_SPECIFICATION``.

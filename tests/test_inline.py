@@ -16,10 +16,10 @@ from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
-from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET, max_opset
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
 from onnx_masked_rnn.testing import make_model, make_node, random_inputs, value_info
 
 T, N, I, H = 6, 3, 4, 5

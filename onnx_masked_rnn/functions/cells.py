@@ -94,9 +94,9 @@ def _gates(op, weight: ir.Value, d: int, num_gates: int) -> list[ir.Value]:
     return op.Split(direction, axis=0, num_outputs=num_gates, _outputs=num_gates)
 
 
-def _transposed(op, *gates: ir.Value) -> ir.Value:
+def _transposed(op, *gates: ir.Value, name: str) -> ir.Value:
     """``[K, n·H]``: the gates side by side, ready to multiply ``[.., K]`` from the right."""
-    return op.Transpose(gates[0] if len(gates) == 1 else op.Concat(*gates, axis=0))
+    return op.Transpose(gates[0] if len(gates) == 1 else op.Concat(*gates, axis=0), _outputs=[name])
 
 
 def _biases(op, B: ir.Value | None, d: int, num_gates: int) -> tuple[list[ir.Value], list[ir.Value]] | None:
@@ -120,14 +120,19 @@ def lstm_cell(
     f, g, h = attrs.activations[d]
     W_i, W_o, W_f, W_c = _gates(op, W, d, 4)
     R_i, R_o, R_f, R_c = _gates(op, R, d, 4)
-    xw_iof = op.MatMul(X, _transposed(op, W_i, W_o, W_f), _outputs=[f"xw_iof_{d}"])  # [T, N, 3H]
-    xw_c = op.MatMul(X, _transposed(op, W_c), _outputs=[f"xw_c_{d}"])  # [T, N, H]
+    xw_iof = op.MatMul(
+        X, _transposed(op, W_i, W_o, W_f, name=f"W_iof_t_{d}"), _outputs=[f"xw_iof_{d}"]
+    )  # [T, N, 3H]
+    xw_c = op.MatMul(X, _transposed(op, W_c, name=f"W_c_t_{d}"), _outputs=[f"xw_c_{d}"])  # [T, N, H]
     biases = _biases(op, B, d, 4)
     if biases is not None:
         (b_i, b_o, b_f, b_c) = (op.Add(wb, rb) for wb, rb in zip(*biases))
         xw_iof = op.Add(xw_iof, op.Concat(b_i, b_o, b_f, axis=0))
         xw_c = op.Add(xw_c, b_c)
-    weights = [(_transposed(op, R_i, R_o, R_f), "R_iof_t", 2), (_transposed(op, R_c), "R_c_t", 2)]
+    weights = [
+        (_transposed(op, R_i, R_o, R_f, name=f"R_iof_t_{d}"), "R_iof_t", 2),
+        (_transposed(op, R_c, name=f"R_c_t_{d}"), "R_c_t", 2),
+    ]
     if P is not None:
         peepholes = op.Split(op.Gather(P, d, axis=0), num_outputs=3, _outputs=3)
         weights += [(p, name, 1) for p, name in zip(peepholes, ("P_i", "P_o", "P_f"))]
@@ -147,14 +152,20 @@ def lstm_cell(
                 forget = op.Sub(constant(op, 1.0, dtype), i)
             else:
                 forget = activation(op, f, clip(op.Add(x_f, op.Mul(p_f, c_prev))), dtype)
-            c = op.Add(op.Mul(forget, c_prev), op.Mul(i, activation(op, g, clip(x_c), dtype)))
+            c = op.Add(
+                op.Mul(forget, c_prev), op.Mul(i, activation(op, g, clip(x_c), dtype)), _outputs=["c_new"]
+            )
             o = activation(op, f, clip(op.Add(x_o, op.Mul(p_o, c))), dtype)
         else:  # f activates i, o, f in one call
-            i, o, forget = op.Split(activation(op, f, clip(x_iof), dtype), axis=-1, num_outputs=3, _outputs=3)
+            i, o, forget = op.Split(
+                activation(op, f, clip(x_iof), dtype), axis=-1, num_outputs=3, _outputs=["i", "o", "f"]
+            )
             if attrs.input_forget:
                 forget = op.Sub(constant(op, 1.0, dtype), i)
-            c = op.Add(op.Mul(forget, c_prev), op.Mul(i, activation(op, g, clip(x_c), dtype)))
-        return [op.Mul(o, activation(op, h, c, dtype)), c]
+            c = op.Add(
+                op.Mul(forget, c_prev), op.Mul(i, activation(op, g, clip(x_c), dtype)), _outputs=["c_new"]
+            )
+        return [op.Mul(o, activation(op, h, c, dtype), _outputs=["h_new"]), c]
 
     return Cell(((xw_iof, "x_iof"), (xw_c, "x_c")), tuple(weights), step)
 
@@ -167,9 +178,12 @@ def gru_cell(
     f, g = attrs.activations[d]
     W_z, W_r, W_h = _gates(op, W, d, 3)
     R_z, R_r, R_h = _gates(op, R, d, 3)
-    xw_zr = op.MatMul(X, _transposed(op, W_z, W_r), _outputs=[f"xw_zr_{d}"])  # [T, N, 2H]
-    xw_h = op.MatMul(X, _transposed(op, W_h), _outputs=[f"xw_h_{d}"])  # [T, N, H]
-    weights = [(_transposed(op, R_z, R_r), "R_zr_t", 2), (_transposed(op, R_h), "R_h_t", 2)]
+    xw_zr = op.MatMul(X, _transposed(op, W_z, W_r, name=f"W_zr_t_{d}"), _outputs=[f"xw_zr_{d}"])  # [T, N, 2H]
+    xw_h = op.MatMul(X, _transposed(op, W_h, name=f"W_h_t_{d}"), _outputs=[f"xw_h_{d}"])  # [T, N, H]
+    weights = [
+        (_transposed(op, R_z, R_r, name=f"R_zr_t_{d}"), "R_zr_t", 2),
+        (_transposed(op, R_h, name=f"R_h_t_{d}"), "R_h_t", 2),
+    ]
     biases = _biases(op, B, d, 3)
     if biases is not None:
         (Wb_z, Wb_r, Wb_h), (Rb_z, Rb_r, Rb_h) = biases
@@ -189,7 +203,7 @@ def gru_cell(
             activation(op, f, clip(op.Add(x_zr, op.MatMul(h_prev, R_zr_t))), dtype),
             axis=-1,
             num_outputs=2,
-            _outputs=2,
+            _outputs=["z", "r"],
         )
         if attrs.linear_before_reset:
             h_h = op.MatMul(h_prev, R_h_t)
@@ -199,7 +213,9 @@ def gru_cell(
         else:
             x_h = op.Add(x_h, op.MatMul(op.Mul(r, h_prev), R_h_t))
         candidate = activation(op, g, clip(x_h), dtype)
-        return [op.Add(candidate, op.Mul(z, op.Sub(h_prev, candidate)))]  # (1 - z) ⊙ h + z ⊙ Ht-1
+        return [
+            op.Add(candidate, op.Mul(z, op.Sub(h_prev, candidate)), _outputs=["h_new"])
+        ]  # (1-z)⊙h + z⊙Ht-1
 
     return Cell(((xw_zr, "x_zr"), (xw_h, "x_h")), tuple(weights), step)
 
@@ -210,7 +226,7 @@ def rnn_cell(
     """ONNX RNN: ``Ht = f(Xt·Wᵀ + Ht-1·Rᵀ + Wb + Rb)``."""
     (f,) = attrs.activations[d]
     (W_d,), (R_d,) = _gates(op, W, d, 1), _gates(op, R, d, 1)
-    xw = op.MatMul(X, _transposed(op, W_d), _outputs=[f"xw_{d}"])  # [T, N, H]
+    xw = op.MatMul(X, _transposed(op, W_d, name=f"W_t_{d}"), _outputs=[f"xw_{d}"])  # [T, N, H]
     biases = _biases(op, B, d, 1)
     if biases is not None:
         (Wb,), (Rb,) = biases
@@ -220,4 +236,4 @@ def rnn_cell(
         (x,), (R_t,), (h_prev,) = xs, weights, state
         return [activation(op, f, _clip(op, attrs, dtype)(op.Add(x, op.MatMul(h_prev, R_t))), dtype)]
 
-    return Cell(((xw, "x"),), ((_transposed(op, R_d), "R_t", 2),), step)
+    return Cell(((xw, "x"),), ((_transposed(op, R_d, name=f"R_t_{d}"), "R_t", 2),), step)
