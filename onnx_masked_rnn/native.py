@@ -11,10 +11,10 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
    untouched, so dropping it changes nothing, and the reverse direction runs each row from its
    last unmasked step down;
 3. gather ``Y`` back to the original time positions. With ``c = CumSum(m)`` (inclusive, per row),
-   unmasked step ``t`` sits at compacted position ``c[t] - 1``. A masked step holds the output of
-   the previous processed step of its direction (forward: the last unmasked step before ``t``,
-   position ``c[t] - 1``; reverse: the first one after ``t``, position ``c[t]``), or a pad row when
-   there is none: zeros. ``"zero"`` always takes the zero pad;
+   unmasked step ``t`` sits at compacted position ``c[t] - 1``. In ``"carry"`` mode a masked step
+   holds the output of the previous processed step of its direction (forward: the last unmasked
+   step before ``t``, position ``c[t] - 1``; reverse: the first one after ``t``, position
+   ``c[t]``), or a zero pad row when there is none; in ``"zero"`` mode it always takes the pad;
 4. select ``initial_h``/``initial_c`` (zeros when absent) as ``Y_h``/``Y_c`` for rows with no
    unmasked step.
 
@@ -27,8 +27,8 @@ Scan body instead. Index arithmetic is int32 (tract miscomputes an int64 ``CumSu
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
 and into the batch-major tensors: the transposes of ``X`` and ``Y`` ride on the two gathers.
 The body is specialised in Python to the node's attributes and present inputs, with onnxscript's
-graph builder: it has no attribute references and no ``If``. Without ``mask`` and
-``sequence_lens`` it is the native op alone.
+graph builder: it has no attribute references. Without ``mask`` and ``sequence_lens`` it is the
+native op alone (inside the ``If``).
 
 onnxruntime 1.32 has no float64 kernel for LSTM, GRU or RNN on CPU: there, float64 models need the
 Scan expansion (float16 runs, computed in float32 like the reference).

@@ -42,7 +42,10 @@ FUNCTION_OPSET = 22
 
 # op -> (attributes, optional inputs supplied) of the body each spec prints.
 BODY_CONFIGURATIONS: dict[str, tuple[dict, frozenset[str]]] = {
-    "MaskedLSTM": ({}, frozenset({"B", "sequence_lens", "initial_h", "initial_c", "mask"})),
+    "MaskedLSTM": (
+        {"masked_output": "carry"},
+        frozenset({"B", "sequence_lens", "initial_h", "initial_c", "mask"}),
+    ),
     "MaskedGRU": ({"linear_before_reset": 1, "masked_output": "zero"}, frozenset({"B", "initial_h", "mask"})),
     "MaskedRNN": (
         {"direction": "reverse", "layout": 1, "masked_output": "carry"},
@@ -50,7 +53,8 @@ BODY_CONFIGURATIONS: dict[str, tuple[dict, frozenset[str]]] = {
     ),
 }
 
-# ONNX's definitions of the activation functions (LSTM-22's documentation), by name.
+# The activation functions' definitions (spec/semantics.md section 9), by name: the ONNX operators'
+# (ThresholdedRelu with the operator's `>`), Affine and ScaledTanh as the specification defines them.
 ACTIVATION_FORMULAS = {
     "Relu": "max(0, x)",
     "Tanh": "(1 - e^{-2x}) / (1 + e^{-2x})",
@@ -108,15 +112,25 @@ def render_function_body(op_type: str) -> str:
     )
 
 
+def activation_default_source(name: str) -> str:
+    """Where a function's parameter defaults come from: the ONNX operator of the same name (its
+    newest ai.onnx version in the installed onnx), or this specification for the two that are no
+    longer operators."""
+    if onnx.defs.has(name):
+        return f"ONNX {name}-{onnx.defs.get_schema(name).since_version}"
+    return "this specification"
+
+
 def render_activations() -> str:
     lines = [
-        "| function | definition | alpha (default) | beta (default) |",
-        "|---|---|---|---|",
+        "| function | definition | alpha (default) | beta (default) | defaults from |",
+        "|---|---|---|---|---|",
     ]
     for name, (takes_alpha, takes_beta, alpha, beta) in ACTIVATIONS.items():
         a = f"yes ({alpha:g})" if takes_alpha else "-"
         b = f"yes ({beta:g})" if takes_beta else "-"
-        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} |")
+        source = activation_default_source(name) if takes_alpha or takes_beta else "-"
+        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} | {source} |")
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close, batch_major_inputs, time_major_outputs
 
+from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, OP_SPECS, parse_attributes
 from onnx_masked_rnn.testing import random_inputs, value_info
 
@@ -31,6 +32,10 @@ NAMES = sorted(ACTIVATIONS)
 # super-exponentially, and float32 rounding with it, unless `clip` bounds its argument.
 BOUNDED = {"Sigmoid", "HardSigmoid", "Tanh", "ScaledTanh", "Softsign"}
 CASES_PER_OP = 12
+# Functions whose parameter defaults in onnxruntime's kernels (0) are not the specification's
+# (spec/semantics.md section 9 and its note): a case that leaves one of them a default gives
+# onnxruntime every parameter explicitly, as the native expansion does.
+ONNXRUNTIME_OTHER_DEFAULTS = {"ThresholdedRelu", "Affine", "ScaledTanh"}
 
 
 def _case(op_type: str, i: int, first_activation: int) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -46,7 +51,7 @@ def _case(op_type: str, i: int, first_activation: int) -> tuple[dict[str, Any], 
         rng = np.random.default_rng(i)
         num_alpha = sum(ACTIVATIONS[n][0] for n in names)
         num_beta = sum(ACTIVATIONS[n][1] for n in names)
-        # All parameters given, the first half (the rest take onnxruntime's defaults), or none.
+        # All parameters given, the first half (the rest take their defaults), or none.
         given = (num_alpha, num_alpha // 2, 0)[i // 3 % 3], (num_beta, num_beta // 2, 0)[i // 3 % 3]
         if given[0]:
             attributes["activation_alpha"] = rng.uniform(0.5, 1.5, given[0]).round(3).tolist()
@@ -99,6 +104,11 @@ def test_every_attribute_value_is_covered() -> None:
 def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]) -> list:
     """onnxruntime's native op for ``op_type`` (layout 0) on ``inputs`` (ONNX names; no mask)."""
     spec = OP_SPECS[op_type]
+    if ONNXRUNTIME_OTHER_DEFAULTS & set(attributes.get("activations", ())):
+        explicit = parse_attributes(op_type, **attributes).to_onnx()
+        attributes = {**attributes} | {
+            k: explicit[k] for k in ("activation_alpha", "activation_beta") if k in explicit
+        }
     names = [n for n in spec.inputs if n != "mask"]
     last = max(names.index(n) for n in inputs)
     node = helper.make_node(
@@ -202,3 +212,69 @@ def test_rnn_takes_the_first_of_two_activations_on_one_direction(direction: str,
     single = REFERENCE["MaskedRNN"](**inputs, **{**attributes, "activations": activations[:1]})
     for a, b in zip(REFERENCE["MaskedRNN"](**inputs, **attributes), single):
         np.testing.assert_array_equal(a, b)
+
+
+def _swapped_model(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
+    """The model ``run_onnxruntime`` runs, with its LSTM/GRU/RNN-22 node mechanically swapped for
+    the masked op: same inputs, same attributes (``masked_output`` not stated), domain changed."""
+    spec = OP_SPECS[op_type]
+    names = [n for n in spec.inputs if n != "mask"]
+    last = max(names.index(n) for n in inputs)
+    node = helper.make_node(
+        op_type,
+        [n if n in inputs else "" for n in names[: last + 1]],
+        list(spec.outputs),
+        domain=DOMAIN,
+        **attributes,
+    )
+    graph = helper.make_graph(
+        [node],
+        "swapped",
+        [value_info(n, v) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
+    )
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _run_model(model, inputs: dict[str, np.ndarray]) -> list:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+@pytest.mark.parametrize("op_type", list(OP_SPECS))
+def test_superset_of_the_onnx_op(op_type: str) -> None:
+    """Contract v2's superset property: an LSTM/GRU/RNN-22 node renamed to its masked op, with no
+    mask and ``masked_output`` left at its default, computes what onnxruntime's native op computes,
+    ``sequence_lens`` included (rows of length >= 1; a length of 0 is the one place ONNX leaves
+    open). Checked for the reference and for the node run in onnxruntime through
+    ``attach_functions`` and both ``inline`` strategies, on every attribute combination above."""
+    for _, i, attributes, present in (c for c in CASES if c[0] == op_type):
+        rng = np.random.default_rng(300 + i)
+        inputs = random_inputs(parse_attributes(op_type, **attributes), T, N, I, H, rng=rng, present=present)
+        lengths = rng.integers(1, T + 1, N).astype(np.int32)
+        lengths[0] = T
+        inputs["sequence_lens"] = lengths
+        expected = run_onnxruntime(op_type, attributes, inputs)
+        assert_close(
+            "onnxruntime float32 (superset)",
+            REFERENCE[op_type](**inputs, **attributes),
+            expected,
+            rtol=1e-5,
+            atol=1e-5,
+        )
+        model = _swapped_model(op_type, attributes, inputs)
+        for path, built in (
+            ("attach_functions", attach_functions(model)),
+            ("inline scan", inline(model, "scan")),
+            ("inline native", inline(model, "native")),
+        ):
+            assert_close(
+                f"onnxruntime float32 (superset, {path})",
+                _run_model(built, inputs),
+                expected,
+                rtol=1e-5,
+                atol=1e-5,
+            )
