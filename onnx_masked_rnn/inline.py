@@ -212,13 +212,13 @@ def _configuration(node: onnx.NodeProto, types: Types, strategy: str) -> Configu
                 "set hidden_size on the node"
             )
         attrs = dataclasses.replace(attrs, hidden_size=r_shape[2])
-    present = frozenset(name for name in given if name not in ("X", "W", "R"))
+    present = tuple(name for name in given if name not in ("X", "W", "R"))
     num_outputs = max((i + 1 for i, name in enumerate(node.output) if name), default=1)
     return Configuration(attrs, present, num_outputs, dtype)
 
 
 def _overload(configuration: Configuration) -> str:
-    """A short stable key naming one configuration (a digest of the frozen dataclass)."""
+    """A short stable key naming one configuration (a digest of the frozen dataclass's repr)."""
     digest = hashlib.sha256(repr(configuration).encode()).hexdigest()[:12]
     return f"{configuration.attrs.direction}_{digest}"
 
