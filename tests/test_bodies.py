@@ -367,3 +367,22 @@ def test_native_takes_hidden_size_from_the_call_site_of_a_local_function():
     model = graph_model(nodes, feeds_main, {"Y": 4, "R_out": 3}, functions=[wrapper])
     expected = [REFERENCE["MaskedGRU"](**feeds, **attrs.to_onnx())[0], other["R"]]
     check_every_path(model, feeds_main, expected, "local function")
+
+
+def test_masked_node_in_a_function_called_by_a_function():
+    """Types reach a masked node two local functions deep (``X``'s element type is needed)."""
+    attrs = parse_attributes("MaskedRNN", hidden_size=4, masked_output="carry")
+    feeds = random_inputs(attrs, 5, 3, 2, 4, rng=np.random.default_rng(11), present=("initial_h", "mask"))
+    masked = make_node(attrs, ["X", "W", "R", "initial_h", "mask"], name="masked")
+    masked.output[:] = ["y", ""]
+    imports = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    inner = helper.make_function("local", "inner", list(feeds), ["y"], [masked], imports)
+    call_inner = helper.make_node("inner", list(feeds), ["y"], domain="local")
+    outer = helper.make_function(
+        "local", "outer", list(feeds), ["y"], [call_inner], [*imports, helper.make_opsetid("local", 1)]
+    )
+    model = graph_model(
+        [helper.make_node("outer", list(feeds), ["Y"], domain="local")], feeds, {"Y": 4}, [outer, inner]
+    )
+    expected = REFERENCE["MaskedRNN"](**feeds, **attrs.to_onnx())[:1]
+    check_every_path(model, feeds, expected, "two functions deep")
