@@ -217,7 +217,10 @@ def _configuration(node: onnx.NodeProto, types: Types, strategy: str) -> Configu
         attrs = dataclasses.replace(attrs, hidden_size=r_shape[2])
     present = tuple(name for name in given if name not in ("X", "W", "R"))
     num_outputs = max((i + 1 for i, name in enumerate(node.output) if name), default=1)
-    return Configuration(attrs, present, num_outputs, dtype)
+    try:
+        return Configuration(attrs, present, num_outputs, dtype)
+    except ValueError as error:  # an element type the op does not admit (bfloat16, ...)
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _overload(configuration: Configuration) -> str:
