@@ -386,3 +386,40 @@ def test_masked_node_in_a_function_called_by_a_function():
     )
     expected = REFERENCE["MaskedRNN"](**feeds, **attrs.to_onnx())[:1]
     check_every_path(model, feeds, expected, "two functions deep")
+
+
+def test_shipped_suite_without_graph_optimizations():
+    """Every shipped conformance model runs in onnxruntime with its graph optimizations disabled
+    (``ORT_DISABLE_ALL``: a Scan body must state its outputs' shapes itself) and matches its
+    outputs; only onnxruntime's missing float64 LSTM/GRU/RNN kernels are let through."""
+    import json
+
+    from onnx import numpy_helper
+
+    from onnx_masked_rnn.conformance import DATA_DIR
+    from onnx_masked_rnn.conformance.backends import _ORT_NO_DOUBLE_KERNEL
+
+    cases = sorted((DATA_DIR / "node").iterdir())
+    assert len(cases) > 300
+    no_kernel = 0
+    for case in cases:
+        model = onnx.load(case / "model.onnx")
+        data = case / "test_data_set_0"
+        feeds = {
+            value.name: numpy_helper.to_array(onnx.load_tensor(data / f"input_{i}.pb"))
+            for i, value in enumerate(model.graph.input)
+        }
+        expected = [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(data.glob("output_*.pb"))]
+        try:
+            actual = run(model, feeds, optimize=False)
+        except Exception as error:
+            if _ORT_NO_DOUBLE_KERNEL.search(str(error)):
+                no_kernel += 1
+                continue
+            raise AssertionError(f"{case.name}: {error}") from None
+        tolerance = json.loads((case / "data.json").read_text())
+        for a, e in zip(actual, expected):
+            np.testing.assert_allclose(
+                a, e, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=case.name
+            )
+    assert no_kernel < len(cases) // 10
