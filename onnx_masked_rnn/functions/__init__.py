@@ -222,6 +222,8 @@ def recurrence(op, config: Configuration, form: str, inputs: dict[str, ir.Value]
     get = inputs.get
     X = inputs["X"]
     m = effective_mask(op, X, get("sequence_lens"), get("mask"), attrs.layout)
+    if m is not None:
+        m = op.Unsqueeze(m, [2], _outputs=["m"])  # [T, N, 1]: a step's m_t broadcasts over [N, H]
     initial = {n: get(n) for n in ("initial_h", "initial_c") if n in attrs.spec.inputs}
     if attrs.layout == 1:
         X = op.Transpose(X, perm=[1, 0, 2])
