@@ -11,13 +11,13 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 python3 -m venv "$root/venv"
 "$root/venv/bin/pip" install -q -c .ci/floors.txt . pytest hypothesis 2>&1 | grep -v '^WARNING: Location' || true
-"$root/venv/bin/python" -c 'import onnx_masked_rnn'  # the install worked
 "$root/venv/bin/pip" list 2>/dev/null | grep -i -E '^(numpy|onnx|onnx[-_]ir|onnxscript|onnxruntime|ml[-_]dtypes|protobuf|pytest|hypothesis) '
 # Run from a copy of the repository without the package's source, so that the installed package
 # (at the floors) is what the tests import.
 mkdir "$root/src"
 tar --exclude=./onnx_masked_rnn --exclude=./.git -cf - . | tar -xf - -C "$root/src"
 cd "$root/src"
+"$root/venv/bin/python" -c 'import onnx_masked_rnn'  # the install worked
 "$root/venv/bin/onnx-masked-rnn" conformance
 "$root/venv/bin/python" -m pytest -q -p no:cacheprovider tests \
     --ignore-glob='tests/test_*keras*.py' --ignore-glob='tests/test_torch*.py' \
