@@ -48,6 +48,10 @@ STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
 # dtype name -> (rtol, atol). float16: the reference rounds once from float32, onnxruntime at every
 # step (the conformance suite's 5e-3 at magnitude 1, with room for larger weights).
 TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2)}
+# The documented limits a path may report as "unsupported" (anything else that fails is a failure).
+NO_DOUBLE_KERNEL = "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
+NO_EMPTY_SCAN = "onnx.reference's Scan refuses a scan of length 0"
+BEYOND_FLOAT16 = "the exact result exceeds float16's range (the reference overflows)"
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
 
 
@@ -271,9 +275,9 @@ def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
             for m in ("NOT_IMPLEMENTED", "Could not find an implementation", "does not support double")
         )
     ):
-        return "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
+        return NO_DOUBLE_KERNEL
     if path == "onnx-reference scan" and "zero scan-input length" in text:
-        return "onnx.reference's Scan refuses a scan of length 0"
+        return NO_EMPTY_SCAN
     return None
 
 
@@ -326,7 +330,7 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
     if problem and case.feeds["X"].dtype == np.float16 and not all(np.isfinite(e).all() for e in expected):
         # The reference computes in float32 and its result does not fit in float16: there is no
         # right float16 answer for a runtime that computes in float16 to match.
-        return "unsupported", "the exact result exceeds float16's range (the reference overflows)"
+        return "unsupported", BEYOND_FLOAT16
     return ("mismatch", problem) if problem else ("agree", "")
 
 

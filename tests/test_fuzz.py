@@ -37,7 +37,7 @@ def test_a_seeded_slice_agrees_on_every_path():
     )
     assert not fixed, f"these known failures pass now; remove them from KNOWN_FAILURES: {fixed}"
     unsupported = Counter(d for r in results.values() for s, d in r.values() if s == "unsupported")
-    assert set(unsupported) <= {"onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"}
+    assert set(unsupported) <= {fuzz.NO_DOUBLE_KERNEL, fuzz.NO_EMPTY_SCAN, fuzz.BEYOND_FLOAT16}
 
 
 def test_the_slice_covers_every_op_dtype_layout_direction_and_mode():
