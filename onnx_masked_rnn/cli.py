@@ -20,6 +20,10 @@ _DELEGATED = {
         "run the conformance suite on one or all backends; ends with 'N passed, N failed'",
     ),
     "bench": ("onnx_masked_rnn.bench", "time the expansions against the native kernels, side by side"),
+    "convert": (
+        "onnx_masked_rnn.keras.cli",
+        "convert a Keras 3 model (.keras) with masked recurrent layers to ONNX",
+    ),
 }
 
 

@@ -8,6 +8,7 @@ direction.
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -78,6 +79,20 @@ def routed(layers: Sequence[Any]) -> Iterator[None]:
                 object.__delattr__(layer, "inner_loop")
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence the exporter's warnings and log lines ("torchvision is not installed", ...)."""
+    log = logging.getLogger("torch.onnx")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        log.setLevel(level)
+
+
 class _Call(torch.nn.Module):
     """``model(inputs)`` with flat positional tensors, as ``torch.export`` needs them."""
 
@@ -114,8 +129,11 @@ def _example(shape: Sequence[int | None], dtype: str) -> torch.Tensor:
     return torch.from_numpy(np.ones(sizes, dtype=keras.backend.standardize_dtype(dtype)))
 
 
-def _check_dynamic(model: onnx.ModelProto, signature: Sequence[tuple]) -> None:
-    """Every axis Keras leaves ``None`` is dynamic in the exported model, or a clear error."""
+def _name_dynamic_axes(model: onnx.ModelProto, signature: Sequence[tuple]) -> None:
+    """Check that every axis Keras leaves ``None`` is dynamic in the exported model, and name the
+    symbols torch.export chose (``s21``): ``batch`` for axis 0, ``time`` for axis 1, else
+    ``<input>_<axis>``."""
+    names: dict[str, str] = {}
     for graph_input, (name, shape, _) in zip(model.graph.input, signature):
         dims = graph_input.type.tensor_type.shape.dim
         fixed = [axis for axis, dim in enumerate(shape) if dim is None and not dims[axis].dim_param]
@@ -124,11 +142,24 @@ def _check_dynamic(model: onnx.ModelProto, signature: Sequence[tuple]) -> None:
                 f"input {name!r}: torch.export fixed the dynamic axes {fixed} (the model's code "
                 "specialises on them); the exported model would accept only the example sizes"
             )
+        for axis, dim in enumerate(shape):
+            if dim is None and dims[axis].dim_param not in names:
+                names[dims[axis].dim_param] = ("batch", "time")[axis] if axis < 2 else f"{name}_{axis}"
+    if len(set(names.values())) < len(names):  # two inputs with unrelated batch or time axes
+        names = {symbol: f"{new}_{symbol}" for symbol, new in names.items()}
+    graph = model.graph
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param in names:
+                dim.dim_param = names[dim.dim_param]
 
 
 def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> onnx.ModelProto:
     """The ONNX model of ``model`` with one masked node per recurrent layer direction."""
-    from onnx_masked_rnn.torch.translations import TRANSLATIONS
+    from onnx_masked_rnn.schemas import register_schemas
+    from onnx_masked_rnn.torch import TRANSLATIONS
+
+    register_schemas()  # the exporter builds the masked nodes against registered schemas
 
     layers = recurrent_layers(model)
     for layer in layers:
@@ -143,18 +174,17 @@ def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> on
     )
     report(f"tracing {len(layers)} recurrent layer directions with torch.onnx.export(dynamo=True)")
     module = _Call(model, len(signature)).eval()
-    with routed(layers), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with routed(layers), _quiet():
         program = torch.onnx.export(
             module,
             examples,
             dynamo=True,
-            dynamic_shapes=dynamic,
+            dynamic_shapes=(dynamic,),  # one entry: forward(*inputs)
             input_names=[name for name, _, _ in signature],
             custom_translation_table=TRANSLATIONS,
             optimize=True,
             verbose=False,
         )
     onnx_model = program.model_proto
-    _check_dynamic(onnx_model, signature)
+    _name_dynamic_axes(onnx_model, signature)
     return onnx_model
