@@ -28,13 +28,17 @@ _EXAMPLE_SIZES = (2, 3, 5, 7, 11, 13)
 
 
 def recurrent_layers(model: Any) -> list[Any]:
-    """Every Keras RNN layer of ``model`` (the two directions of a ``Bidirectional`` each count),
-    converted or refused up front so a refusal comes before any tracing."""
-    found = []
-    for layer in model._flatten_layers(include_self=False, recursive=True):
-        if isinstance(layer, keras.layers.RNN):
-            found.append(layer)
-    return found
+    """Every Keras RNN layer of ``model`` (the two directions of a ``Bidirectional`` each count)."""
+    return [
+        layer
+        for layer in model._flatten_layers(include_self=False, recursive=True)
+        if isinstance(layer, keras.layers.RNN)
+    ]
+
+
+def _time_distributed_layers(model: Any) -> list[Any]:
+    layers = model._flatten_layers(include_self=False, recursive=True)
+    return [layer for layer in layers if isinstance(layer, keras.layers.TimeDistributed)]
 
 
 def _loop(layer: Any, converted: ConvertedLayer) -> Callable[..., Any]:
@@ -65,18 +69,38 @@ def _loop(layer: Any, converted: ConvertedLayer) -> Callable[..., Any]:
     return inner_loop
 
 
+def _time_distributed(layer: Any) -> Callable[..., Any]:
+    """A replacement for ``TimeDistributed.call``: the inner layer on the ``[N*T, ...]`` merge of
+    batch and time (what TimeDistributed means), where Keras' torch path loops over a static time
+    axis and so fixes it at the example's length."""
+
+    def call(inputs, training=None, mask=None):
+        shape = inputs.shape
+        kwargs = {}
+        if layer.layer._call_has_mask_arg and mask is not None:
+            kwargs["mask"] = mask.reshape(-1, *mask.shape[2:])
+        if layer.layer._call_has_training_arg:
+            kwargs["training"] = training
+        outputs = layer.layer.call(inputs.reshape(-1, *shape[2:]), **kwargs)
+        return outputs.reshape(shape[0], shape[1], *outputs.shape[1:])
+
+    return call
+
+
 @contextlib.contextmanager
-def routed(layers: Sequence[Any]) -> Iterator[None]:
-    """Within the block, each layer's time loop is the masked custom op."""
-    loops = {id(layer): _loop(layer, convert_layer(layer)) for layer in layers}
+def routed(layers: Sequence[Any], time_distributed: Sequence[Any] = ()) -> Iterator[None]:
+    """Within the block, each recurrent layer's time loop is the masked custom op, and each
+    ``TimeDistributed`` maps its layer over batch and time at once."""
+    patches = [(layer, "inner_loop", _loop(layer, convert_layer(layer))) for layer in layers]
+    patches += [(layer, "call", _time_distributed(layer)) for layer in time_distributed]
     try:
-        for layer in layers:
-            object.__setattr__(layer, "inner_loop", loops[id(layer)])
+        for layer, name, replacement in patches:
+            object.__setattr__(layer, name, replacement)
         yield
     finally:
-        for layer in layers:
-            if "inner_loop" in layer.__dict__:
-                object.__delattr__(layer, "inner_loop")
+        for layer, name, _ in patches:
+            if name in layer.__dict__:
+                object.__delattr__(layer, name)
 
 
 @contextlib.contextmanager
@@ -145,13 +169,36 @@ def _name_dynamic_axes(model: onnx.ModelProto, signature: Sequence[tuple]) -> No
         for axis, dim in enumerate(shape):
             if dim is None and dims[axis].dim_param not in names:
                 names[dims[axis].dim_param] = ("batch", "time")[axis] if axis < 2 else f"{name}_{axis}"
-    if len(set(names.values())) < len(names):  # two inputs with unrelated batch or time axes
-        names = {symbol: f"{new}_{symbol}" for symbol, new in names.items()}
+    targets = list(names.values())
+    names = {  # two unrelated time axes: "time_<symbol>" each
+        symbol: new if targets.count(new) == 1 else f"{new}_{symbol}" for symbol, new in names.items()
+    }
     graph = model.graph
     for value in (*graph.input, *graph.output, *graph.value_info):
         for dim in value.type.tensor_type.shape.dim:
             if dim.dim_param in names:
                 dim.dim_param = names[dim.dim_param]
+
+
+def _check_outputs(onnx_model: onnx.ModelProto, model: Any) -> None:
+    """No axis that Keras leaves ``None`` in an output became a fixed size (a layer whose torch code
+    specialises on the example's sizes would make the exported model wrong at other sizes)."""
+    try:
+        outputs = model.outputs
+    except (AttributeError, ValueError):
+        return  # a subclassed model: Keras does not know its output shapes
+    for graph_output, keras_output in zip(onnx_model.graph.output, outputs):
+        dims = graph_output.type.tensor_type.shape.dim
+        fixed = [
+            axis
+            for axis, dim in enumerate(keras_output.shape)
+            if dim is None and axis < len(dims) and dims[axis].HasField("dim_value")
+        ]
+        if fixed:
+            raise ValueError(
+                f"output {graph_output.name!r}: the trace fixed the dynamic axes {fixed} at the example's "
+                "sizes (a layer's torch code loops over them); the model cannot be exported exactly"
+            )
 
 
 def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> onnx.ModelProto:
@@ -168,13 +215,16 @@ def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> on
         raise UnsupportedLayerError(f"model {model.name!r} has no LSTM, GRU or SimpleRNN layer to export")
     signature = _signature(model, input_signature)
     examples = tuple(_example(shape, dtype) for _, shape, dtype in signature)
+    # Axis 0 of every Keras input is the batch: one symbol for all inputs. Other axes are left for
+    # torch.export to relate (AUTO), so the time axes of inputs the model combines become one.
+    batch = torch.export.Dim("batch")
     dynamic = tuple(
-        {axis: torch.export.Dim.AUTO for axis, dim in enumerate(shape) if dim is None}
+        {axis: batch if axis == 0 else torch.export.Dim.AUTO for axis, dim in enumerate(shape) if dim is None}
         for _, shape, _ in signature
     )
     report(f"tracing {len(layers)} recurrent layer directions with torch.onnx.export(dynamo=True)")
     module = _Call(model, len(signature)).eval()
-    with routed(layers), _quiet():
+    with routed(layers, _time_distributed_layers(model)), _quiet():
         program = torch.onnx.export(
             module,
             examples,
@@ -187,4 +237,5 @@ def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> on
         )
     onnx_model = program.model_proto
     _name_dynamic_axes(onnx_model, signature)
+    _check_outputs(onnx_model, model)
     return onnx_model
