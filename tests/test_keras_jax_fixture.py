@@ -53,8 +53,8 @@ def test_fixture_is_complete() -> None:
     assert any(_case_arrays(n, "initial_state") for n in CASES)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_state_mode(name: str) -> None:
+def _case(name: str) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
+    """``(op_type, attributes without masked_output, inputs)`` of a recorded case (``layout=1``)."""
     case = CASES[name]
     kind = case["class"]
     op_type = OP_TYPES[kind]
@@ -71,21 +71,43 @@ def test_state_mode(name: str) -> None:
     ]
     weights = {k: np.concatenate([w[k] for w in per_direction]) for k in per_direction[0]}
     direction = "bidirectional" if case["bidirectional"] else "reverse" if case["go_backwards"] else "forward"
-    attributes = {"direction": direction, **onnx_activations(names)}
+    attributes = {"direction": direction, **onnx_activations(names), "layout": 1}
     if kind == "GRU":
         attributes["linear_before_reset"] = int(case["reset_after"])
-    # The mode Keras's JAX backend computes: "state", except where Bidirectional forces zeros.
     assert not case["unroll"]
-    attributes["masked_output"] = "zero" if case["zero_output_for_mask"] else "state"
     assert case["zero_output_for_mask"] == case["bidirectional"]
-
     states = _case_arrays(name, "initial_state")
     inputs = {"X": ARRAYS[f"{name}/x"], "mask": ARRAYS[f"{name}/mask"], **weights}
     inputs.update(initial_state_to_onnx(op_type, states) if states else {})
-    outputs = REFERENCE[op_type](**inputs, **attributes, layout=1)
+    return op_type, attributes, inputs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_state_mode(name: str) -> None:
+    op_type, attributes, inputs = _case(name)
+    # The mode Keras's JAX backend computes: "state", except where Bidirectional forces zeros.
+    mode = "zero" if CASES[name]["zero_output_for_mask"] else "state"
+    outputs = REFERENCE[op_type](**inputs, **attributes, masked_output=mode)
     expected = _case_arrays(name, "output")
-    assert len(expected) == case["num_outputs"]
-    assert_close(ORACLE, outputs_to_keras(outputs, direction), expected, rtol=1e-5, atol=1e-5)
+    assert len(expected) == CASES[name]["num_outputs"]
+    assert_close(ORACLE, outputs_to_keras(outputs, attributes["direction"]), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if not c["zero_output_for_mask"]))
+def test_carry_with_the_docs_recipe(name: str) -> None:
+    """docs/keras.md's recipe for Keras 3 on JAX/NumPy on top of "carry": per direction
+    ``Y = Where(seen, Y, initial_h)``, ``seen`` the cumulative OR of the mask in processing order."""
+    op_type, attributes, inputs = _case(name)
+    Y, *states = REFERENCE[op_type](**inputs, **attributes, masked_output="carry")
+    mask = inputs["mask"].astype(np.int32)  # [N, T]
+    reverse = attributes["direction"] == "reverse"
+    seen = (np.cumsum(mask[:, ::-1], axis=1)[:, ::-1] if reverse else np.cumsum(mask, axis=1)) > 0
+    initial_h = inputs.get("initial_h", np.zeros_like(Y[:, 0]))  # [N, 1, H]
+    Y = np.where(seen[:, :, None, None], Y, initial_h[:, None])
+    expected = _case_arrays(name, "output")
+    assert_close(
+        ORACLE, outputs_to_keras([Y, *states], attributes["direction"]), expected, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_state_mode_differs_from_carry() -> None:
