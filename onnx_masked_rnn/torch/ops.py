@@ -46,10 +46,9 @@ import torch
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, infer_shapes, parse_attributes
 from onnx_masked_rnn.torch import eager
 
-__all__ = ["NAMESPACE", "OPS", "masked_gru", "masked_lstm", "masked_rnn", "parse", "validate"]
+__all__ = ["NAMESPACE", "OPS", "masked_gru", "masked_lstm", "masked_rnn", "validate"]
 
 NAMESPACE = "onnx_masked_rnn"
-_MODES = ("zero", "carry")
 
 _COMMON = (
     "str direction='forward', int? hidden_size=None, str[]? activations=None, "
@@ -69,42 +68,32 @@ _SCHEMAS = {
 _INPUTS = {op: tuple(n for n in spec.inputs if n != "sequence_lens") for op, spec in OP_SPECS.items()}
 
 
-def parse(op_type: str, attributes: dict[str, Any]) -> RNNAttributes:
-    """The op's attributes, validated, with every default applied."""
-    attrs = parse_attributes(op_type, **attributes)
-    if attrs.masked_output not in _MODES:  # contract v2 dropped "state"
-        raise ValueError(
-            f"attribute 'masked_output' must be one of {list(_MODES)}, got {attrs.masked_output!r}"
-        )
-    return attrs
-
-
 def validate(
     op_type: str, tensors: Sequence[torch.Tensor | None], attributes: dict[str, Any]
-) -> RNNAttributes:
-    """Check one call's inputs (in the op's order) and attributes; return the parsed attributes.
+) -> tuple[RNNAttributes, tuple[tuple[Any, ...], ...]]:
+    """Check one call's inputs (in the op's order) and attributes; return the parsed attributes
+    and the output shapes.
 
     Raises ``ValueError`` naming the attribute or input that is wrong. Works on fake tensors with
     symbolic sizes (only known sizes are compared).
     """
-    attrs = parse(op_type, attributes)
+    attrs = parse_attributes(op_type, **attributes)
     named = dict(zip(_INPUTS[op_type], tensors))
     X = named["X"]
     if not X.is_floating_point():
         raise ValueError(f"input 'X' must be a floating-point tensor, got {X.dtype}")
     for name, value in named.items():
-        if value is None or name in ("X", "mask"):
+        if value is None or name == "X":
             continue
-        if value.dtype != X.dtype:
+        if name != "mask" and value.dtype != X.dtype:
             raise ValueError(f"input {name!r} must have the dtype of X ({X.dtype}), got {value.dtype}")
         if value.device != X.device:
             raise ValueError(f"input {name!r} must be on the device of X ({X.device}), got {value.device}")
     mask = named["mask"]
     if mask is not None and mask.dtype != torch.bool:
         raise ValueError(f"input 'mask' must be a bool tensor, got {mask.dtype}")
-    spec = OP_SPECS[op_type]
-    infer_shapes(attrs, [None if named.get(n) is None else tuple(named[n].shape) for n in spec.inputs])
-    return attrs
+    shapes = [None if named.get(n) is None else tuple(named[n].shape) for n in OP_SPECS[op_type].inputs]
+    return attrs, infer_shapes(attrs, shapes)
 
 
 def _run_inputs(op_type: str, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
@@ -131,17 +120,13 @@ class _MaskedOp:
 
     def eager(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:
         tensors, attributes = self.split(args, kwargs)
-        attrs = validate(self.op_type, tensors, attributes)
+        attrs, _ = validate(self.op_type, tensors, attributes)
         return tuple(out.contiguous() for out in eager.run(attrs, *_run_inputs(self.op_type, tensors)))
 
     def fake(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:
         tensors, attributes = self.split(args, kwargs)
-        attrs = validate(self.op_type, tensors, attributes)
-        named = dict(zip(self.inputs, tensors))
-        shapes = [
-            None if named.get(n) is None else tuple(named[n].shape) for n in OP_SPECS[self.op_type].inputs
-        ]
-        return tuple(named["X"].new_empty(shape) for shape in infer_shapes(attrs, shapes))
+        _, shapes = validate(self.op_type, tensors, attributes)
+        return tuple(tensors[0].new_empty(shape) for shape in shapes)
 
     def setup_context(
         self, ctx: Any, inputs: tuple, keyword_only_inputs: dict[str, Any], output: Any
@@ -156,7 +141,7 @@ class _MaskedOp:
                 None if t is None else t.detach().requires_grad_(bool(need) and t.is_floating_point())
                 for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad)
             ]
-            attrs = validate(self.op_type, inputs, ctx.attributes)
+            attrs, _ = validate(self.op_type, inputs, ctx.attributes)
             outputs = eager.run(attrs, *_run_inputs(self.op_type, inputs))
             wanted = [t for t in inputs if t is not None and t.requires_grad]
             found = torch.autograd.grad(outputs, wanted, grads, allow_unused=True) if wanted else ()
