@@ -247,3 +247,28 @@ def test_bad_arguments(tmp_path: Path) -> None:
     dense = keras.Model(inputs := keras.Input((3,)), keras.layers.Dense(2)(inputs))
     with pytest.raises(UnsupportedLayerError, match="no LSTM, GRU or SimpleRNN"):
         export(dense, tmp_path / "x.onnx")
+
+
+class _Tagger(keras.Model):
+    """A subclassed model: Keras does not know its inputs, ``input_signature`` gives them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = keras.layers.Embedding(20, 4, mask_zero=True)
+        self.lstm = keras.layers.LSTM(5, return_sequences=True)
+        self.dense = keras.layers.Dense(3)
+
+    def call(self, ids):
+        return self.dense(self.lstm(self.embedding(ids)))
+
+
+def test_subclassed_model_with_input_signature(tmp_path: Path) -> None:
+    model = _Tagger()
+    ids = np.array([[1, 2, 0, 0], [0, 3, 4, 5], [6, 0, 7, 0]], dtype=np.int32)
+    expected = model.predict(ids, verbose=0)
+    with pytest.raises(ValueError, match="input_signature"):
+        export(model, tmp_path / "x.onnx")
+    summary = export(model, tmp_path / "tagger.onnx", input_signature=[((None, None), "int32")])
+    assert (summary.masked_nodes, summary.inputs) == (1, {"input_0": ["batch", "time"]})
+    actual = _run_onnx(tmp_path / "tagger.onnx", [ids])
+    assert_close("Keras predict vs onnxruntime, export", actual, [expected], rtol=1e-5, atol=1e-5)

@@ -201,15 +201,18 @@ def _check_outputs(onnx_model: onnx.ModelProto, model: Any) -> None:
             )
 
 
-def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> onnx.ModelProto:
-    """The ONNX model of ``model`` with one masked node per recurrent layer direction."""
-    from onnx_masked_rnn.schemas import register_schemas
-    from onnx_masked_rnn.torch import TRANSLATIONS
-
-    register_schemas()  # the exporter builds the masked nodes against registered schemas
+def trace(model: Any, input_signature: Any, strategy: str, report: Callable[[str], None]) -> onnx.ModelProto:
+    """The ONNX model of ``model`` with one masked node per recurrent layer direction, in the form
+    ``strategy`` asks for (:func:`onnx_masked_rnn.torch.export` does the export and the strategy)."""
+    from onnx_masked_rnn.torch import export
 
     layers = recurrent_layers(model)
     for layer in layers:
+        if not layer.built:
+            raise ValueError(
+                f"layer {layer.name!r} is not built (no weights yet): call the model once, or build it, "
+                "before exporting"
+            )
         convert_layer(layer)  # refuse before tracing
     if not layers:
         raise UnsupportedLayerError(f"model {model.name!r} has no LSTM, GRU or SimpleRNN layer to export")
@@ -222,20 +225,19 @@ def trace(model: Any, input_signature: Any, report: Callable[[str], None]) -> on
         {axis: batch if axis == 0 else torch.export.Dim.AUTO for axis, dim in enumerate(shape) if dim is None}
         for _, shape, _ in signature
     )
-    report(f"tracing {len(layers)} recurrent layer directions with torch.onnx.export(dynamo=True)")
+    report(
+        f"tracing {len(layers)} recurrent layer directions with torch.onnx.export(dynamo=True), "
+        f"strategy {strategy}"
+    )
     module = _Call(model, len(signature)).eval()
     with routed(layers, _time_distributed_layers(model)), _quiet():
-        program = torch.onnx.export(
+        onnx_model = export(
             module,
             examples,
-            dynamo=True,
             dynamic_shapes=(dynamic,),  # one entry: forward(*inputs)
+            strategy=strategy,
             input_names=[name for name, _, _ in signature],
-            custom_translation_table=TRANSLATIONS,
-            optimize=True,
-            verbose=False,
         )
-    onnx_model = program.model_proto
     _name_dynamic_axes(onnx_model, signature)
     _check_outputs(onnx_model, model)
     return onnx_model

@@ -127,20 +127,9 @@ def export(
         model = keras.saving.load_model(model, compile=False)
     from onnx_masked_rnn.keras._trace import trace
 
-    onnx_model = trace(model, input_signature, report)
-    onnx_model = _finish(onnx_model, strategy, report)
+    onnx_model = trace(model, input_signature, strategy, report)
     onnx.save(onnx_model, path)
     return summarize(onnx_model, str(path), strategy, time.perf_counter() - start)
-
-
-def _finish(model: onnx.ModelProto, strategy: str, report: Callable[[str], None]) -> onnx.ModelProto:
-    """The traced model (masked nodes) in the form ``strategy`` asks for."""
-    from onnx_masked_rnn.inline import attach_functions, inline
-
-    if strategy == "function":
-        return attach_functions(model)
-    report(f"inlining the masked nodes ({strategy})")
-    return inline(model, strategy=strategy)
 
 
 def _export_in_child(model: Any, path: Any, strategy: str, report: Callable[[str], None]) -> None:
