@@ -272,3 +272,14 @@ def test_subclassed_model_with_input_signature(tmp_path: Path) -> None:
     assert (summary.masked_nodes, summary.inputs) == (1, {"input_0": ["batch", "time"]})
     actual = _run_onnx(tmp_path / "tagger.onnx", [ids])
     assert_close("Keras predict vs onnxruntime, export", actual, [expected], rtol=1e-5, atol=1e-5)
+
+
+def test_importing_the_package_and_the_cli_does_not_import_keras() -> None:
+    code = (
+        "import sys, onnx_masked_rnn, onnx_masked_rnn.keras, onnx_masked_rnn.cli as cli; "
+        "cli.build_parser(); print(sorted({'keras', 'torch'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
