@@ -5,7 +5,9 @@ on the same right-padded batch, side by side in one process.
 Both models hold the same weights and compute the same thing (checked before timing): the TorchScript
 exporter turns the packed sequence into ONNX LSTM's ``sequence_lens``. Runs are interleaved
 (one run of each model per round) after warm-up; the median of each is printed with its ratio to the
-TorchScript export. Run: ``python scripts/bench_torch.py [--threads 1] [--rounds 30]``.
+TorchScript export. Then, in eager PyTorch on the same batch and thread count, one training step
+(forward and backward) of ``MaskedLSTM`` against ``nn.LSTM`` on the packed sequence.
+Run: ``python scripts/bench_torch.py [--threads 1] [--rounds 30]``.
 """
 
 from __future__ import annotations
@@ -121,6 +123,45 @@ def main() -> None:
         f"\nT={T} N={N} I={I} H={H}, right-padded, float32, {args.threads} thread(s), median of {args.rounds}"
     )
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:<45} {median * 1e3:8.2f} ms  {median / baseline:5.2f}x")
+    _bench_training(lstm, masked.lstm, x, lengths, mask, args.threads, max(args.rounds // 3, 3))
+
+
+def _bench_training(
+    lstm: torch.nn.LSTM,
+    masked: omt.MaskedLSTM,
+    x: torch.Tensor,
+    lengths: torch.Tensor,
+    mask: torch.Tensor,
+    threads: int,
+    rounds: int,
+) -> None:
+    """One forward + backward in eager PyTorch, interleaved, median of ``rounds``."""
+    torch.set_num_threads(threads)
+    lstm.train()
+    masked.train()
+
+    def packed_step() -> None:
+        output, _ = lstm(pack_padded_sequence(x, lengths, enforce_sorted=False))
+        output.data.sum().backward()
+
+    def masked_step() -> None:
+        output, _ = masked(x, mask=mask)
+        output.sum().backward()
+
+    steps = {"nn.LSTM on the packed sequence": packed_step, "MaskedLSTM with the mask": masked_step}
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for step in steps.values():
+        step()
+    for _ in range(rounds):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    baseline = statistics.median(times[next(iter(times))])
+    print(f"\neager training step (forward + backward), {threads} thread(s), median of {rounds}")
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:<45} {median * 1e3:8.2f} ms  {median / baseline:5.2f}x")

@@ -104,16 +104,17 @@ def test_without_bias_equals_packed_sequence(name: str) -> None:
 
 @pytest.mark.parametrize("name", CLASSES)
 def test_packed_sequence_input(name: str) -> None:
-    """A PackedSequence in gives a PackedSequence out, equal to the torch module's (data,
-    batch_sizes, row order) and the same final state."""
+    """A PackedSequence in (with hx) gives a PackedSequence out, equal to the torch module's
+    (data, batch_sizes, row order) and the same final state."""
     cls, kwargs = CLASSES[name]
     torch.manual_seed(1)
     module = cls.torch_class(I, H, num_layers=2, bidirectional=True, **kwargs).double()
     masked = cls.from_module(module)
     packed = pack_padded_sequence(torch.randn(T, N, I, dtype=torch.float64), LENGTHS, enforce_sorted=False)
+    hx = _random_hx(cls, 4, torch.float64)  # in the batch's row order, as torch takes it
     with torch.no_grad():
-        expected, expected_state = module(packed)
-        actual, state = masked(packed)
+        expected, expected_state = module(packed, hx)
+        actual, state = masked(packed, hx)
     assert torch.equal(actual.batch_sizes, expected.batch_sizes)
     assert torch.equal(actual.sorted_indices, expected.sorted_indices)
     assert_close(

@@ -5,6 +5,8 @@ kind and each strategy; the "function" graph holds one masked node per layer, th
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -92,3 +94,21 @@ def test_exported_model_matches_eager(strategy: str, dtype: torch.dtype, tmp_pat
                 rtol=tol,
                 atol=tol,
             )
+
+
+def test_translations_alone_in_a_fresh_process() -> None:
+    """``torch.onnx.export(..., custom_translation_table=TRANSLATIONS)`` works without
+    ``export``: the translations register the schemas themselves."""
+    code = """
+import numpy as np, onnxruntime as ort, torch
+import onnx_masked_rnn
+from onnx_masked_rnn.torch import TRANSLATIONS, MaskedRNN
+model, x = MaskedRNN(3, 4).eval(), torch.randn(5, 2, 3)
+program = torch.onnx.export(model, (x,), dynamo=True, custom_translation_table=TRANSLATIONS, verbose=False)
+proto = onnx_masked_rnn.attach_functions(program.model_proto)
+session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+(y, _) = session.run(None, {"input": x.numpy()})
+np.testing.assert_allclose(y, model(x)[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -50,16 +50,24 @@ def lstm_cell(attrs: RNNAttributes, d: int, R: Tensor, P: Tensor | None) -> Cell
     """ONNX LSTM: gates i, o, f, c; peepholes P = [Pi, Po, Pf]; input_forget couples f = 1 - i."""
     f, g, h = (_activation(a) for a in attrs.activations[d])
     clip = _clip(attrs)
-    p_i, p_o, p_f = P.chunk(3) if P is not None else (0, 0, 0)
     R_t = R.t()
+    H = R.shape[1]
 
     def step(xw: Tensor, state: State) -> State:
         h_prev, c_prev = state
-        x_i, x_o, x_f, x_c = (xw + h_prev @ R_t).chunk(4, dim=-1)
-        i = f(clip(x_i + p_i * c_prev))
-        forget = 1 - i if attrs.input_forget else f(clip(x_f + p_f * c_prev))
+        gates = torch.addmm(xw, h_prev, R_t)
+        x_iof, x_c = gates[:, : 3 * H], gates[:, 3 * H :]
+        if P is None:  # i, o and f share f and no peephole: one call (fewer autograd nodes)
+            i, o, forget = f(clip(x_iof)).chunk(3, dim=-1)
+        else:
+            p_i, p_o, p_f = P.chunk(3)
+            x_i, x_o, x_f = x_iof.chunk(3, dim=-1)
+            i, forget = f(clip(x_i + p_i * c_prev)), f(clip(x_f + p_f * c_prev))
+        if attrs.input_forget:
+            forget = 1 - i
         c = forget * c_prev + i * g(clip(x_c))
-        o = f(clip(x_o + p_o * c))
+        if P is not None:
+            o = f(clip(x_o + p_o * c))
         return o * h(c), c
 
     return step
@@ -71,19 +79,20 @@ def gru_cell(attrs: RNNAttributes, d: int, R: Tensor, Rb_h: Tensor | None) -> Ce
     f, g = (_activation(a) for a in attrs.activations[d])
     clip = _clip(attrs)
     H = R.shape[1]
-    R_zr, R_h = R[: 2 * H].t(), R[2 * H :].t()
+    R_t = R.t()  # [H, 3H]: z, r, h
+    R_zr, R_h = R_t[:, : 2 * H], R_t[:, 2 * H :]
 
     def step(xw: Tensor, state: State) -> State:
         (h_prev,) = state
-        x_z, x_r, x_h = xw.chunk(3, dim=-1)
-        h_z, h_r = (h_prev @ R_zr).chunk(2, dim=-1)
-        z = f(clip(x_z + h_z))
-        r = f(clip(x_r + h_r))
+        x_zr, x_h = xw[:, : 2 * H], xw[:, 2 * H :]
         if attrs.linear_before_reset:
-            recurrent = h_prev @ R_h
-            candidate = g(clip(x_h + r * (recurrent if Rb_h is None else recurrent + Rb_h)))
+            recurrent = h_prev @ R_t
+            z, r = f(clip(x_zr + recurrent[:, : 2 * H])).chunk(2, dim=-1)
+            h_h = recurrent[:, 2 * H :] if Rb_h is None else recurrent[:, 2 * H :] + Rb_h
+            candidate = g(clip(x_h + r * h_h))
         else:
-            candidate = g(clip(x_h + (r * h_prev) @ R_h))
+            z, r = f(clip(torch.addmm(x_zr, h_prev, R_zr))).chunk(2, dim=-1)
+            candidate = g(clip(torch.addmm(x_h, r * h_prev, R_h)))
         return ((1 - z) * candidate + z * h_prev,)
 
     return step
@@ -96,7 +105,7 @@ def rnn_cell(attrs: RNNAttributes, d: int, R: Tensor) -> Cell:
     R_t = R.t()
 
     def step(xw: Tensor, state: State) -> State:
-        return (f(clip(xw + state[0] @ R_t)),)
+        return (f(clip(torch.addmm(xw, state[0], R_t))),)
 
     return step
 

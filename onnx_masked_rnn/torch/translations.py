@@ -3,9 +3,9 @@
 Each custom op becomes one MaskedLSTM/GRU/RNN node in ``onnx_masked_rnn.DOMAIN`` with the same
 inputs (``sequence_lens`` left empty) and every attribute stated explicitly, as
 :func:`onnx_masked_rnn.attributes.parse_attributes` resolves them, so the node says exactly what the eager op
-computed. Pass :data:`TRANSLATIONS` as ``custom_translation_table`` after
-:func:`onnx_masked_rnn.register_schemas` (the exporter builds nodes against registered schemas);
-:func:`onnx_masked_rnn.torch.export` does both.
+computed. Pass :data:`TRANSLATIONS` as ``custom_translation_table`` to ``torch.onnx.export``; the
+translations register the ops' schemas (onnxscript builds nodes against registered schemas), and
+:func:`onnx_masked_rnn.torch.export` also attaches or inlines the bodies.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from onnxscript.values import Opset
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
+from onnx_masked_rnn.schemas import register_schemas
 from onnx_masked_rnn.torch import ops
 
 __all__ = ["TRANSLATIONS", "masked_gru", "masked_lstm", "masked_rnn"]
@@ -26,6 +27,7 @@ _MASKED = Opset(DOMAIN, OPSET_VERSION)
 
 def _node(op_type: str, inputs: dict[str, Any], attributes: dict[str, Any]) -> Any:
     """One masked node; ``inputs`` by ONNX name, absent ones ``None``."""
+    register_schemas()  # idempotent
     spec = OP_SPECS[op_type]
     node_attributes = parse_attributes(op_type, **attributes).to_onnx()
     tensors = [inputs.get(name) for name in spec.inputs]
