@@ -77,6 +77,23 @@ def test_cli_convert_errors(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert "none.keras" in missing.stderr and "Traceback" not in missing.stderr
+    (tmp_path / "junk.keras").write_text("not a zip")
+    junk = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "onnx_masked_rnn",
+            "convert",
+            str(tmp_path / "junk.keras"),
+            str(tmp_path / "o.onnx"),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert junk.returncode == 2
+    assert "junk.keras' is not a readable Keras model" in junk.stderr and "Traceback" not in junk.stderr
     inputs = keras.Input((None, 3))
     model = keras.Model(inputs, keras.layers.LSTM(4, activation="gelu", name="gelu_lstm")(inputs))
     model.save(tmp_path / "gelu.keras")

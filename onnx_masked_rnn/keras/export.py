@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,10 @@ def export(
         if not Path(model).is_file():
             raise FileNotFoundError(f"MODEL: no such file {str(model)!r}")
         report(f"loading {model}")
-        model = keras.saving.load_model(model, compile=False)
+        try:
+            model = keras.saving.load_model(model, compile=False)
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"MODEL: {str(model)!r} is not a readable Keras model: {exc}") from exc
     from onnx_masked_rnn.keras._trace import trace
 
     onnx_model = trace(model, input_signature, strategy, report)
