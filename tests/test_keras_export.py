@@ -77,12 +77,16 @@ def gru_time_distributed() -> keras.Model:
 
 
 def simple_rnn_lstm() -> keras.Model:
-    """Masking -> SimpleRNN -> LSTM(return_sequences=False) -> Dense."""
-    x = _features()
-    y = keras.layers.Masking(0.0)(x)
-    y = keras.layers.SimpleRNN(H, return_sequences=True)(y)
-    y = keras.layers.LSTM(H, return_sequences=False)(y)
-    return keras.Model(x, keras.layers.Dense(2)(y))
+    """Masking -> SimpleRNN -> LSTM(return_sequences=False) -> Dense, as a Sequential model."""
+    return keras.Sequential(
+        [
+            _features(),
+            keras.layers.Masking(0.0),
+            keras.layers.SimpleRNN(H, return_sequences=True),
+            keras.layers.LSTM(H, return_sequences=False),
+            keras.layers.Dense(2),
+        ]
+    )
 
 
 def go_backwards_initial_state() -> keras.Model:
