@@ -31,6 +31,7 @@ import onnx
 
 from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
 from onnx_masked_rnn.reference import FUNCTIONS
 
@@ -121,18 +122,10 @@ class ReferenceBackend(_CPUBackend):
 def _nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
     """Every node the onnx-reference backend evaluates with onnx's own ops: main graph,
     subgraphs, local functions other than the masked ops' bodies (``reference.OPS`` runs those)."""
-
-    def walk(nodes: Sequence[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
-        for node in nodes:
-            yield node
-            for attr in node.attribute:
-                for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                    yield from walk(graph.node)
-
-    yield from walk(model.graph.node)
+    yield from walk_nodes(model.graph.node)
     for function in model.functions:
         if not _is_masked_op_body(function):
-            yield from walk(function.node)
+            yield from walk_nodes(function.node)
 
 
 def _is_masked_op_body(function: onnx.FunctionProto) -> bool:
