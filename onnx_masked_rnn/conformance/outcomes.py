@@ -45,6 +45,17 @@ UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
     ),
     # tract: an op it does not implement (a custom domain: no local-function support)
     (re.compile(r"Unimplemented\((\w+)\)"), "tract has no implementation of {0}"),
+    # tract: an op without a kernel for an element type
+    (re.compile(r"(\w+) does not support (F64|F16|I64|I32|Bool)\b"), "tract's {0} does not support {1}"),
+    # OpenVINO's LSTM/GRU/RNN: an activation it does not implement
+    (
+        re.compile(r"Unknown activation function: (\w+)"),
+        "OpenVINO's LSTM/GRU/RNN have no activation {0}",
+    ),
+    (
+        re.compile(r"RNNCellDecomposition.*Unsupported activation function", re.S),
+        "OpenVINO's RNN cell lacks an activation this case uses",
+    ),
     # tract's LSTM/GRU/RNN accept sequence_lens only as a constant
     (
         re.compile(r"Non constant seq_len is not supported"),

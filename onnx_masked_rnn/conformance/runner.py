@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_arguments",
     "backends_of",
+    "compare",
     "load_cases",
     "load_data_sets",
     "report",
@@ -162,10 +163,24 @@ def load_data_sets(case: TestCase) -> list[tuple[list[np.ndarray], list[np.ndarr
 
 
 def run_case(backend: Any, case: TestCase, device: str = "CPU") -> Outcome:
-    """Prepare and run one case on ``backend`` in this process; compare as onnx's backend-test
+    """Prepare and run one case on ``backend`` in this process (see :func:`compare`)."""
+    import onnx
+
+    model = onnx.load(str(Path(case.model_dir) / "model.onnx"))
+    return compare(backend, model, load_data_sets(case), case.rtol, case.atol, device)
+
+
+def compare(
+    backend: Any,
+    model: Any,
+    data_sets: list[tuple[list[np.ndarray], list[np.ndarray]]],
+    rtol: float,
+    atol: float,
+    device: str = "CPU",
+) -> Outcome:
+    """Run ``model`` on ``backend`` for each ``(inputs, expected)``; compare as onnx's backend-test
     runner does; classify the result (see ``outcomes``)."""
     import numpy as np
-    import onnx
     from onnx.backend.test.runner import Runner
 
     start = time.perf_counter()
@@ -173,8 +188,6 @@ def run_case(backend: Any, case: TestCase, device: str = "CPU") -> Outcome:
     def done(outcome: Outcome) -> Outcome:
         return dataclasses.replace(outcome, seconds=time.perf_counter() - start)
 
-    model = onnx.load(str(Path(case.model_dir) / "model.onnx"))
-    data_sets = load_data_sets(case)
     try:
         if hasattr(backend, "is_compatible") and not backend.is_compatible(model):
             return done(Outcome("unsupported", "the backend's is_compatible() returned False"))
@@ -187,9 +200,9 @@ def run_case(backend: Any, case: TestCase, device: str = "CPU") -> Outcome:
     worst = 0.0
     for expected, outputs in results:
         try:
-            Runner.assert_similar_outputs(expected, outputs, rtol=case.rtol, atol=case.atol)
+            Runner.assert_similar_outputs(expected, outputs, rtol=rtol, atol=atol)
         except (AssertionError, TypeError):
-            return done(Outcome("wrong", describe_mismatch(expected, outputs, case.rtol, case.atol)))
+            return done(Outcome("wrong", describe_mismatch(expected, outputs, rtol, atol)))
         for out, ref in zip(outputs, expected):
             diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
             worst = max(worst, float(np.max(diff, initial=0.0, where=~np.isnan(diff))))

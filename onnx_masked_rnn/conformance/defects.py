@@ -1,0 +1,312 @@
+"""Runtime defects behind the conformance cases that still fail, each proved by a minimal plain-ONNX
+model (standard ops only, nothing of this package) whose expected outputs come from numpy or the
+numpy reference (with no mask and default ``masked_output`` it computes ONNX's LSTM/GRU/RNN).
+
+``known_limitations.json`` names, per backend, every case of the suite that does not pass and the
+defects behind it; the tests check a run of the suite against it exactly and check that every
+defect it names still reproduces (:func:`reproduce`), so a fix upstream is noticed too.
+
+A defect's ``status`` is the outcome it causes (``outcomes.STATUSES``); ``workaround`` says what
+the package's graphs do about it, when they do something.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from onnx_masked_rnn.conformance.outcomes import Outcome
+
+__all__ = ["DEFECTS", "Defect", "Repro", "reproduce"]
+
+OPSET = 22
+
+
+@dataclasses.dataclass(frozen=True)
+class Repro:
+    """A plain-ONNX model, its inputs (in graph-input order) and the outputs ONNX defines."""
+
+    model: onnx.ModelProto
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray]
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Defect:
+    backends: tuple[str, ...]  # the built-in backends (runtime and variant) that show it
+    status: str  # the outcome it causes
+    summary: str
+    repro: Callable[[], Repro]
+    workaround: str = ""
+
+
+def _model(
+    nodes: list[onnx.NodeProto], inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], **kw: object
+) -> onnx.ModelProto:
+    """A model of ``nodes`` whose graph inputs and outputs have the types and shapes of the given
+    arrays, at ai.onnx opset 22, IR version 10."""
+
+    def infos(arrays: dict[str, np.ndarray]) -> list[onnx.ValueInfoProto]:
+        return [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in arrays.items()
+        ]
+
+    graph = helper.make_graph(nodes, "repro", infos(inputs), infos(outputs))
+    opsets = [helper.make_opsetid("", OPSET), *kw.pop("opsets", [])]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10, **kw)
+    onnx.checker.check_model(model)
+    return model
+
+
+def _lstm(dtype: type = np.float32, peepholes: bool = False, **attributes: object) -> Repro:
+    """One forward LSTM node, seq_length 3, batch 2, input 2, hidden 3, random weights."""
+    from onnx_masked_rnn.reference import masked_lstm
+
+    rng = np.random.default_rng(0)
+    T, N, I, H = 3, 2, 2, 3
+    values = {
+        "X": rng.standard_normal((T, N, I)),
+        "W": rng.standard_normal((1, 4 * H, I)),
+        "R": rng.standard_normal((1, 4 * H, H)),
+        "B": rng.standard_normal((1, 8 * H)),
+    }
+    if peepholes:
+        values["P"] = rng.standard_normal((1, 3 * H))
+    values = {k: v.astype(dtype) for k, v in values.items()}
+    names = ["X", "W", "R", "B", "", "", "", "P" if peepholes else ""]
+    node = helper.make_node(
+        "LSTM", names[: len(names) if peepholes else 4], ["Y", "Y_h", "Y_c"], hidden_size=H, **attributes
+    )
+    expected = masked_lstm(**values, hidden_size=H, **attributes)
+    model = _model([node], values, dict(zip(("Y", "Y_h", "Y_c"), expected)))
+    return Repro(model, list(values.values()), list(expected))
+
+
+def _rnn(activation: str, **attributes: object) -> Repro:
+    """One forward RNN node with the given activation, seq_length 3, batch 2, input 2, hidden 3."""
+    from onnx_masked_rnn.reference import masked_rnn
+
+    rng = np.random.default_rng(0)
+    values = {
+        "X": rng.standard_normal((3, 2, 2)).astype(np.float32),
+        "W": rng.standard_normal((1, 3, 2)).astype(np.float32),
+        "R": rng.standard_normal((1, 3, 3)).astype(np.float32),
+    }
+    node = helper.make_node(
+        "RNN", ["X", "W", "R"], ["Y", "Y_h"], hidden_size=3, activations=[activation], **attributes
+    )
+    expected = masked_rnn(**values, hidden_size=3, activations=[activation], **attributes)
+    model = _model([node], values, dict(zip(("Y", "Y_h"), expected)))
+    return Repro(model, list(values.values()), list(expected))
+
+
+def _float64_tanh() -> Repro:
+    x = np.array([0.1, 0.2, 0.3], np.float64)
+    node = helper.make_node("Tanh", ["x"], ["y"])
+    return Repro(_model([node], {"x": x}, {"y": np.tanh(x)}), [x], [np.tanh(x)], rtol=1e-10, atol=1e-12)
+
+
+def _float64_sigmoid() -> Repro:
+    x = np.array([0.1, 0.2, 0.3], np.float64)
+    node = helper.make_node("Sigmoid", ["x"], ["y"])
+    return Repro(
+        _model([node], {"x": x}, {"y": 1 / (1 + np.exp(-x))}),
+        [x],
+        [1 / (1 + np.exp(-x))],
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+def _local_function() -> Repro:
+    """A node of a custom domain whose model-local function is ``Add(x, x)``."""
+    x = np.array([1.0, 2.0], np.float32)
+    function = helper.make_function(
+        "repro.domain",
+        "Double",
+        ["x"],
+        ["y"],
+        [helper.make_node("Add", ["x", "x"], ["y"])],
+        [helper.make_opsetid("", OPSET)],
+    )
+    node = helper.make_node("Double", ["x"], ["y"], domain="repro.domain")
+    model = _model(
+        [node],
+        {"x": x},
+        {"y": 2 * x},
+        functions=[function],
+        opsets=[helper.make_opsetid("repro.domain", 1)],
+    )
+    return Repro(model, [x], [2 * x])
+
+
+def _lstm_sequence_lens() -> Repro:
+    """LSTM with ``sequence_lens`` a graph input (a value known at run time only)."""
+    from onnx_masked_rnn.reference import masked_lstm
+
+    base = _lstm()
+    X, W, R, B = base.inputs
+    lens = np.array([3, 1], np.int32)
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "lens"], ["Y", "Y_h", "Y_c"], hidden_size=3)
+    values = {"X": X, "W": W, "R": R, "B": B, "lens": lens}
+    expected = masked_lstm(X, W, R, B, sequence_lens=lens, hidden_size=3)
+    model = _model([node], values, dict(zip(("Y", "Y_h", "Y_c"), expected)))
+    return Repro(model, list(values.values()), list(expected))
+
+
+def _cumsum_int64() -> Repro:
+    x = np.array([[1, 0], [1, 1], [0, 1]], np.int64)
+    axis = np.array(0, np.int64)
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    return Repro(_model([node], {"x": x, "axis": axis}, {"y": np.cumsum(x, 0)}), [x, axis], [np.cumsum(x, 0)])
+
+
+def _scan(outer_read: bool = False, typed_body: bool = True, split_at_run_time: bool = False) -> Repro:
+    """A running sum ``h += x[t] * w`` as a Scan, ``w`` passed through as state.
+
+    ``outer_read``: the body reads ``w`` from the outer graph instead; ``typed_body``: the body's
+    inputs and outputs state element type and rank (else they have no type); ``split_at_run_time``:
+    ``w`` first goes through ``Split(w, Shape(w))``, sizes computed at run time, so shape inference
+    without constant folding cannot tell the rank of anything the body computes from it."""
+    h0 = np.zeros(2, np.float32)
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    w = np.array([2.0, 3.0], np.float32)
+
+    def info(name: str) -> onnx.ValueInfoProto:
+        if typed_body:
+            return helper.make_tensor_value_info(name, TensorProto.FLOAT, [None])
+        return helper.make_value_info(name, onnx.TypeProto())
+
+    outer = []
+    if split_at_run_time:
+        outer = [
+            helper.make_node("Shape", ["w"], ["sizes"]),
+            helper.make_node("Split", ["w", "sizes"], ["w_used"]),
+        ]
+    w_used = "w_used" if split_at_run_time else "w"
+    nodes = [
+        helper.make_node("Mul", ["x_t", w_used if outer_read else "w_in"], ["xw"]),
+        helper.make_node("Add", ["h", "xw"], ["h_next"]),
+    ]
+    state_in, state_out, outer_state = ["h"], ["h_next"], ["h0"]
+    if not outer_read:
+        nodes.append(helper.make_node("Identity", ["w_in"], ["w_out"]))
+        state_in, state_out, outer_state = ["h", "w_in"], ["h_next", "w_out"], ["h0", w_used]
+    body = helper.make_graph(
+        nodes, "body", [info(n) for n in [*state_in, "x_t"]], [info(n) for n in state_out]
+    )
+    outputs = ["h_last", "w_last"][: len(outer_state)]
+    outer.append(helper.make_node("Scan", [*outer_state, "x"], outputs, body=body, num_scan_inputs=1))
+    y = (x * w).sum(axis=0)
+    model = _model(outer, {"h0": h0, "x": x, "w": w}, {"h_last": y})
+    return Repro(model, [h0, x, w], [y])
+
+
+DEFECTS: dict[str, Defect] = {
+    "onnxruntime-no-float64-rnn-kernels": Defect(
+        ("onnxruntime", "onnxruntime-noopt"),
+        "unsupported",
+        "onnxruntime's CPU LSTM/GRU kernels refuse double when run, and it registers no double RNN kernel; "
+        "ONNX defines all three for double. Hits the native expansion of the float64 cases.",
+        lambda: _lstm(np.float64),
+    ),
+    "onnxruntime-noopt-scan-output-shape": Defect(
+        ("onnxruntime-noopt",),
+        "error",
+        "With graph optimizations disabled, onnxruntime's Scan requires every body output to have an "
+        "inferred shape ('Subgraph must have the shape set for all outputs'); ONNX does not, and with "
+        "optimizations enabled the same model runs.",
+        lambda: _scan(typed_body=False, split_at_run_time=True),
+        "the portable bodies state their outputs' element type and rank",
+    ),
+    "openvino-lstm-peepholes": Defect(
+        ("openvino",),
+        "wrong",
+        "OpenVINO's LSTM ignores the peephole input P (ONNX LSTM input 7): results as if P were zero.",
+        lambda: _lstm(peepholes=True),
+    ),
+    "openvino-lstm-input-forget": Defect(
+        ("openvino",),
+        "wrong",
+        "OpenVINO's LSTM ignores input_forget=1 (coupled input and forget gates).",
+        lambda: _lstm(input_forget=1),
+    ),
+    "openvino-float64-in-float32": Defect(
+        ("openvino",),
+        "wrong",
+        "OpenVINO's CPU plugin computes float64 graphs in float32 (about 1e-8 relative error), even with "
+        "INFERENCE_PRECISION_HINT f32; the float64 cases allow 1e-10.",
+        _float64_tanh,
+    ),
+    "openvino-rnn-activations": Defect(
+        ("openvino",),
+        "unsupported",
+        "OpenVINO's LSTM/GRU/RNN accept only some of ONNX's activations (no Elu, Softplus, HardSigmoid, "
+        "Affine, ScaledTanh, LeakyRelu, ThresholdedRelu, Softsign).",
+        lambda: _rnn("Elu"),
+    ),
+    "openvino-no-local-functions": Defect(
+        ("openvino",),
+        "unsupported",
+        "OpenVINO's ONNX frontend does not expand model-local functions of a custom domain: "
+        "'No conversion rule found'.",
+        _local_function,
+    ),
+    "openvino-scan-outer-scope-read": Defect(
+        ("openvino",),
+        "error",
+        "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph (ONNX allows it).",
+        lambda: _scan(outer_read=True),
+        "the portable bodies pass outer values in as pass-through Scan state",
+    ),
+    "tract-no-local-functions": Defect(
+        ("tract",),
+        "unsupported",
+        "tract does not expand model-local functions: 'Unimplemented(<op>)'.",
+        _local_function,
+    ),
+    "tract-constant-sequence-lens": Defect(
+        ("tract",),
+        "unsupported",
+        "tract's LSTM/GRU/RNN accept sequence_lens only as a constant ('Non constant seq_len is not "
+        "supported'); the native expansion computes it from the mask.",
+        _lstm_sequence_lens,
+    ),
+    "tract-no-float64-sigmoid": Defect(
+        ("tract",),
+        "unsupported",
+        "tract's Sigmoid has no float64 implementation ('Sigmoid does not support F64').",
+        _float64_sigmoid,
+    ),
+    "tract-scan-untyped-body-inputs": Defect(
+        ("tract",),
+        "error",
+        "tract rejects a Scan body whose inputs do not state their type ('graph input has no type').",
+        lambda: _scan(typed_body=False),
+        "the portable bodies type their inputs and outputs",
+    ),
+    "tract-cumsum-int64": Defect(
+        ("tract",),
+        "wrong",
+        "tract's CumSum miscomputes int64.",
+        _cumsum_int64,
+        "the bodies count processed steps with an int32 CumSum",
+    ),
+}
+
+
+def reproduce(defect_id: str, backend: str) -> Outcome:
+    """Run the defect's repro on the built-in ``backend`` in this process; the outcome it has
+    there (the defect still reproduces when that is the defect's ``status``)."""
+    from onnx_masked_rnn.conformance.backends import resolve
+    from onnx_masked_rnn.conformance.runner import compare
+
+    repro = DEFECTS[defect_id].repro()
+    return compare(resolve(backend), repro.model, [(repro.inputs, repro.expected)], repro.rtol, repro.atol)
