@@ -27,7 +27,8 @@ __all__ = [
 ]
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
-MASKED_OUTPUT_MODES = ("carry", "state", "zero")
+MASKED_OUTPUT_MODES = ("zero", "carry")
+"""The values of ``masked_output``; the first is the default (the ops then extend LSTM/GRU/RNN-22)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +141,7 @@ class RNNAttributes:
     hidden_size: int | None = None
     input_forget: int = 0
     linear_before_reset: int = 0
-    masked_output: str = "carry"
+    masked_output: str = MASKED_OUTPUT_MODES[0]
 
     @property
     def spec(self) -> OpSpec:
@@ -268,7 +269,7 @@ def parse_attributes(op_type: str, **attributes: Any) -> RNNAttributes:
     direction = _as_str("direction", attributes.get("direction", "forward"))
     if direction not in DIRECTIONS:
         raise ValueError(f"attribute 'direction' must be one of {list(DIRECTIONS)}, got {direction!r}")
-    masked_output = _as_str("masked_output", attributes.get("masked_output", "carry"))
+    masked_output = _as_str("masked_output", attributes.get("masked_output", MASKED_OUTPUT_MODES[0]))
     if masked_output not in MASKED_OUTPUT_MODES:
         raise ValueError(
             f"attribute 'masked_output' must be one of {list(MASKED_OUTPUT_MODES)}, got {masked_output!r}"

@@ -189,7 +189,7 @@ def _attributes(op: str, H: int):
     from onnx_masked_rnn.attributes import parse_attributes
 
     extra = {"linear_before_reset": 1} if op == "GRU" else {}
-    return parse_attributes(f"Masked{op}", hidden_size=H, **extra)
+    return parse_attributes(f"Masked{op}", hidden_size=H, masked_output="carry", **extra)
 
 
 def _workload(case: Case):

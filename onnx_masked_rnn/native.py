@@ -9,11 +9,10 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
    masked recurrence exactly: a masked step leaves the state untouched, so dropping it changes
    nothing, and the reverse direction runs each row from its last unmasked step down;
 3. gather ``Y`` back to the original time positions. With ``c = CumSum(m)`` (inclusive, per row),
-   unmasked step ``t`` sits at compacted position ``c[t] - 1``. A masked step holds the output of
-   the previous processed step of its direction (forward: the last unmasked step before ``t``,
-   position ``c[t] - 1``; reverse: the first one after ``t``, position ``c[t]``), or a pad row when
-   there is none: zeros for ``masked_output="carry"``, ``initial_h`` for ``"state"``. ``"zero"``
-   always takes the zero pad;
+   unmasked step ``t`` sits at compacted position ``c[t] - 1``. In ``"carry"`` mode a masked step
+   holds the output of the previous processed step of its direction (forward: the last unmasked
+   step before ``t``, position ``c[t] - 1``; reverse: the first one after ``t``, position
+   ``c[t]``), or a zero pad row when there is none; in ``"zero"`` mode it always takes the pad;
 4. put ``initial_h``/``initial_c`` back into ``Y_h``/``Y_c`` for rows with no unmasked step (the
    native op leaves them undefined; onnxruntime returns zeros).
 
@@ -145,11 +144,7 @@ class _MaskedToNative:
 
         # Y[t, d, n] = padded[source[t, d, n], d, n], with the pad row last (source -1):
         # one Gather on `padded` flattened to [(T+1)·D·N, H], addressed by source·D·N + d·N + n.
-        if self.attrs.masked_output == "state" and "initial_h" in self.initial:
-            pad = op.Unsqueeze(self.initial["initial_h"], [0])
-            padded = op.Concat(Y_compact, pad, axis=0, _outputs=["padded"])
-        else:
-            padded = op.Pad(Y_compact, [0, 0, 0, 0, 1, 0, 0, 0], _outputs=["padded"])  # zeros
+        padded = op.Pad(Y_compact, [0, 0, 0, 0, 1, 0, 0, 0], _outputs=["padded"])  # zeros
         D = self.attrs.num_directions
         lanes = op.Mul(self.N, D)
         flat = op.Add(

@@ -18,7 +18,15 @@ import onnx.numpy_helper
 from onnx.defs import OpSchema
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
-from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, Dim, OpSpec, infer_shapes, parse_node
+from onnx_masked_rnn.attributes import (
+    ACTIVATIONS,
+    MASKED_OUTPUT_MODES,
+    OP_SPECS,
+    Dim,
+    OpSpec,
+    infer_shapes,
+    parse_node,
+)
 
 __all__ = ["ONNX_BASE_VERSION", "MaskedRNNInferenceError", "build_schema", "register_schemas"]
 
@@ -73,12 +81,10 @@ def _descriptions(spec: OpSpec) -> dict[str, str]:
         "activation_alpha": _activation_parameter_note("alpha"),
         "activation_beta": _activation_parameter_note("beta"),
         "masked_output": (
-            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `carry`: the `Y`"
-            " of the previous processed step of the same direction, 0 before the first (Keras with the"
-            " TensorFlow or PyTorch backend, tf.keras). `state`: the carried hidden state, so"
-            " `initial_h` (or 0) before the first processed step (Keras 3 with the JAX or NumPy"
-            " backend). `zero`: 0 (ONNX LSTM/GRU/RNN given `sequence_lens` as onnxruntime runs them,"
-            " cuDNN, PyTorch packed sequences, Keras `Bidirectional` with `return_sequences=True`)."
+            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`"
+            " (default): 0; with `mask` absent the operator then computes exactly what"
+            f" {spec.onnx_op_type}-22 computes. `carry`: the `Y` of the previous processed step of the"
+            " same direction, 0 before the first processed step. Any other value is an error."
         ),
     }
     if spec.op_type == "MaskedRNN":
@@ -114,8 +120,8 @@ seq_length-1 .. 0 reverse; "previous" means previously processed):
 * mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
 * {new} = the cell equations above applied to Xt and {prev}
 * {state} = mt ? {new} : {prev}
-* Yt = mt ? H't : (carry: the previous Y of this direction, 0 before the first processed step
-  | state: Ht | zero: 0)
+* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
+  processed step)
 * {finals} = the state after the last step: {initials} (0 if absent) for a row with no
   processed step.
 
@@ -164,7 +170,9 @@ def build_schema(op_type: str) -> OpSchema:
             attributes.append(OpSchema.Attribute(name, attr.type, description, required=attr.required))
     attributes.append(
         OpSchema.Attribute(
-            "masked_output", onnx.helper.make_attribute("masked_output", "carry"), extra["masked_output"]
+            "masked_output",
+            onnx.helper.make_attribute("masked_output", MASKED_OUTPUT_MODES[0]),
+            extra["masked_output"],
         )
     )
     type_constraints = [

@@ -1,8 +1,9 @@
 """Record Keras 3 on the JAX backend into ``tests/fixtures/keras_jax_state.npz``.
 
 Keras 3's JAX backend runs a masked RNN as a ``lax.scan`` that emits the carried hidden state at a
-masked step (``masked_output="state"``); ``tests/test_keras_jax_fixture.py`` checks the reference
-against what this script records, without needing JAX. Needs keras and jax (``pip install
+masked step: ``initial_state`` before the first processed step, where ``masked_output="carry"``
+gives zeros. ``tests/test_keras_jax_fixture.py`` checks that the spec's recipe on top of "carry"
+reproduces what this script records, without needing JAX. Needs keras and jax (``pip install
 '.[record]'``, best in a separate venv), not this package::
 
     python scripts/record_keras_jax.py [--out tests/fixtures/keras_jax_state.npz]
@@ -34,7 +35,7 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "keras_jax
 
 def _mask(kind: str, rng: np.random.Generator) -> np.ndarray:
     """``[N, T]``: holes anywhere, each row keeping a step; ``one_row_masked`` also masks row 0
-    fully; ``masked_start`` masks every row's first two steps (the state mode shows there)."""
+    fully; ``masked_start`` masks every row's first two steps (where the JAX backend differs from "carry")."""
     mask = rng.random((N, T)) >= 0.35
     mask[np.arange(N), rng.integers(0, T, N)] = True
     if kind == "one_row_masked":

@@ -41,10 +41,13 @@ FUNCTION_OPSET = 22
 
 # op -> (attributes, optional inputs supplied) of the body each spec prints.
 BODY_CONFIGURATIONS: dict[str, tuple[dict, frozenset[str]]] = {
-    "MaskedLSTM": ({}, frozenset({"B", "sequence_lens", "initial_h", "initial_c", "mask"})),
+    "MaskedLSTM": (
+        {"masked_output": "carry"},
+        frozenset({"B", "sequence_lens", "initial_h", "initial_c", "mask"}),
+    ),
     "MaskedGRU": ({"linear_before_reset": 1, "masked_output": "zero"}, frozenset({"B", "initial_h", "mask"})),
     "MaskedRNN": (
-        {"direction": "reverse", "layout": 1, "masked_output": "state"},
+        {"direction": "reverse", "layout": 1, "masked_output": "carry"},
         frozenset({"B", "initial_h", "mask"}),
     ),
 }

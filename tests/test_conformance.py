@@ -20,7 +20,7 @@ import pytest
 from onnx import numpy_helper
 
 from onnx_masked_rnn import cli
-from onnx_masked_rnn.attributes import ACTIVATIONS, parse_node
+from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, parse_node
 from onnx_masked_rnn.conformance import DATA_DIR, runner
 from onnx_masked_rnn.conformance.generate import VARIANTS, generate
 
@@ -181,7 +181,7 @@ def _required() -> set[str]:
         )
         required |= {f"{op}:direction={d}" for d in ("forward", "reverse", "bidirectional")}
         required |= {f"{op}:layout={i}" for i in (0, 1)}
-        required |= {f"{op}:masked_output={m}" for m in ("carry", "state", "zero")}
+        required |= {f"{op}:masked_output={m}" for m in MASKED_OUTPUT_MODES}
         required |= {f"{op}:{p}_{n}" for n in inputs for p in ("has", "lacks")}
         required |= {f"{op}:mask={k}" for k in ("all_true", "right_padded", "left_padded", "holes")}
         required |= {f"{op}:mask={k}" for k in ("one_row_masked", "all_masked")}

@@ -170,3 +170,29 @@ def test_missing_required_input(name: str) -> None:
     inputs = valid_inputs("MaskedGRU")
     inputs[name] = None
     assert_rejected("MaskedGRU", inputs, name)
+
+
+@pytest.mark.parametrize("op_type", OP_SPECS)
+@pytest.mark.parametrize("value", ["state", "carry ", "ZERO", ""])
+def test_masked_output_outside_the_two_modes_is_rejected_everywhere(op_type: str, value: str) -> None:
+    """Contract v2 has two modes; "state" (version 1's third) and anything else is an error naming
+    the attribute and the allowed values: in the reference, at shape inference and in ``inline``/
+    ``attach_functions``."""
+    import onnx
+
+    from onnx_masked_rnn import attach_functions, inline, register_schemas
+    from onnx_masked_rnn.testing import make_model
+
+    message = re.escape("attribute 'masked_output' must be one of ['zero', 'carry']")
+    inputs = valid_inputs(op_type)
+    with pytest.raises(ValueError, match=message):
+        REFERENCE[op_type](**inputs, masked_output=value)
+    model = make_model(parse_attributes(op_type), inputs)
+    (attribute,) = [a for a in model.graph.node[0].attribute if a.name == "masked_output"]
+    attribute.s = value.encode()
+    register_schemas()
+    with pytest.raises(onnx.shape_inference.InferenceError, match=message):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    for build in (attach_functions, inline, lambda m: inline(m, "native")):
+        with pytest.raises(ValueError, match=message):
+            build(model)

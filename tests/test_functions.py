@@ -279,14 +279,15 @@ def test_function_contract(op_type, direction):
 def test_scan_body_is_lean(op_type, attributes, matmuls):
     """The step computes H·Rᵀ in one MatMul per activation (so no Split of a product of all
     gates), no transposes, and nothing that does not depend on the state: X·Wᵀ + Wb + Rb is
-    computed before the Scan. The step's output is not an Identity copy of the state."""
+    computed before the Scan. The step's output is not an Identity copy of the state: one Where
+    per state, and one more for the step's output in "zero" mode (the default)."""
     attrs = parse_attributes(op_type, **attributes)
     (scan,) = _scans(build_scan_function(attrs, frozenset({"B", "mask"}), MIN_OPSET))
     body = next(a.g for a in scan.attribute if a.name == "body")
     ops = [n.op_type for n in walk_nodes(body.node)]
     assert ops.count("MatMul") == matmuls
     assert "Transpose" not in ops and "Gather" not in ops and "Identity" not in ops
-    assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1)
+    assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1) + (attrs.masked_output == "zero")
     assert ops.count("Split") == (0 if op_type == "MaskedRNN" else 1)
 
 

@@ -127,7 +127,7 @@ def test_loop_body_reads_outer_scope():
 def test_if_branches_and_nesting():
     """Two differently configured MaskedLSTMs in the branches of an If, the If inside a Loop body
     (depth 2), all weights from the outer scope; both branch outcomes."""
-    forward = parse_attributes("MaskedLSTM", masked_output="state")
+    forward = parse_attributes("MaskedLSTM", masked_output="carry")
     reverse = parse_attributes("MaskedLSTM", direction="reverse", masked_output="zero", clip=1.0)
     feeds = lstm_inputs(forward, seed=1)
 

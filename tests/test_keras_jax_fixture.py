@@ -1,8 +1,13 @@
-"""The reference's "state" mode against Keras 3 on the JAX backend, recorded by
+"""The spec's Keras 3 JAX/NumPy recipe against Keras 3 on the JAX backend, recorded by
 ``scripts/record_keras_jax.py`` into ``tests/fixtures/keras_jax_state.npz`` (no JAX needed here).
 
-Keras's JAX backend emits the carried hidden state at a masked step (``initial_state`` or zeros
-before the first unmasked one); ``Bidirectional`` with ``return_sequences`` forces zeros instead.
+Keras's JAX backend (``unroll=False``) emits the carried hidden state at a masked step, so before
+the first processed step it emits ``initial_state`` where the TensorFlow and torch backends (and
+``"carry"``) emit zeros; ``Bidirectional`` with ``return_sequences`` forces zeros instead. The spec
+reproduces it with three ops on top of ``"carry"``, per direction::
+
+    seen = CumSum(Cast(m, int32), axis=time, reverse=<direction is reverse>) > 0
+    Y    = Where(seen, Y_carry, initial_h)
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def test_fixture_is_complete() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_state_mode(name: str) -> None:
+def test_carry_with_recipe_reproduces_keras_jax(name: str) -> None:
     case = CASES[name]
     kind = case["class"]
     op_type = OP_TYPES[kind]
@@ -73,22 +78,38 @@ def test_state_mode(name: str) -> None:
     attributes = {"direction": direction, **onnx_activations(names)}
     if kind == "GRU":
         attributes["linear_before_reset"] = int(case["reset_after"])
-    # The mode Keras's JAX backend computes: "state", except where Bidirectional forces zeros.
+    # Bidirectional forces zeros; otherwise the JAX backend's loop is "carry" plus the recipe.
     assert not case["unroll"]
-    attributes["masked_output"] = "zero" if case["zero_output_for_mask"] else "state"
+    attributes["masked_output"] = "zero" if case["zero_output_for_mask"] else "carry"
     assert case["zero_output_for_mask"] == case["bidirectional"]
 
     states = _case_arrays(name, "initial_state")
     inputs = {"X": ARRAYS[f"{name}/x"], "mask": ARRAYS[f"{name}/mask"], **weights}
     inputs.update(initial_state_to_onnx(op_type, states) if states else {})
     outputs = REFERENCE[op_type](**inputs, **attributes, layout=1)
+    if attributes["masked_output"] == "carry":
+        Y, *final = outputs
+        outputs = (keras_jax_recipe(Y, inputs["mask"], inputs.get("initial_h"), direction), *final)
     expected = _case_arrays(name, "output")
     assert len(expected) == case["num_outputs"]
     assert_close(ORACLE, outputs_to_keras(outputs, direction), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_state_mode_differs_from_carry() -> None:
-    """The fixture distinguishes the modes: "carry" would not reproduce a state-mode case."""
+def keras_jax_recipe(Y: np.ndarray, mask: np.ndarray, initial_h: np.ndarray | None, direction: str):
+    """The spec's recipe for ``layout=1`` (Y ``[N, T, 1, H]``, mask ``[N, T]``, initial_h
+    ``[N, 1, H]``): ``Where(seen, Y, initial_h)``, ``seen`` a cumulative count of the mask in
+    processing order, greater than 0."""
+    if initial_h is None:  # zeros before the first processed step: "carry" already
+        return Y
+    reverse = direction == "reverse"
+    seen = np.cumsum(mask[:, ::-1] if reverse else mask, axis=1, dtype=np.int32)
+    seen = (seen[:, ::-1] if reverse else seen) > 0
+    return np.where(seen[:, :, None, None], Y, initial_h[:, None, :, :])
+
+
+def test_recipe_is_needed() -> None:
+    """The fixture distinguishes the JAX backend from "carry": without the recipe a case with a
+    non-zero initial state and a masked first step is not reproduced."""
     name = "simple_rnn_initial_state"
     kernel, recurrent, bias = (ARRAYS[f"{name}/{k}_0"] for k in ("kernel", "recurrent_kernel", "bias"))
     inputs = {

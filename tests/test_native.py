@@ -20,12 +20,12 @@ import pytest
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import testing
-from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, parse_attributes
+from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPECS, parse_attributes
 from onnx_masked_rnn.native import build_native_function
 
 OPS = tuple(OP_SPECS)
 DIRECTIONS = ("forward", "reverse", "bidirectional")
-MODES = ("carry", "state", "zero")
+MODES = MASKED_OUTPUT_MODES
 NEWEST_OPSET = onnx.defs.onnx_opset_version()
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
@@ -195,7 +195,7 @@ def test_through_inline(op_type: str) -> None:
 def test_function_contract() -> None:
     """Full input/output lists, every attribute declared, no attribute references, ai.onnx only; no
     mask and no sequence_lens: the native op alone."""
-    attrs = parse_attributes("MaskedGRU", hidden_size=3, layout=1, masked_output="state")
+    attrs = parse_attributes("MaskedGRU", hidden_size=3, layout=1, masked_output="carry")
     function = build_native_function(attrs, frozenset({"B", "mask"}), 18)
     spec = OP_SPECS["MaskedGRU"]
     assert (function.domain, function.name) == ("io.onnx_masked_rnn", "MaskedGRU")

@@ -18,7 +18,7 @@ ATTRIBUTES = {
     "MaskedLSTM": {"direction": "bidirectional", "masked_output": "carry", "input_forget": 1, "clip": 0.7},
     "MaskedGRU": {
         "direction": "reverse",
-        "masked_output": "state",
+        "masked_output": "zero",
         "linear_before_reset": 1,
         "layout": 1,
         "activations": ["HardSigmoid", "LeakyRelu"],

@@ -21,6 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close, batch_major_inputs, time_major_outputs
 
+from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, OP_SPECS, parse_attributes
 from onnx_masked_rnn.testing import random_inputs, value_info
 
@@ -202,3 +203,69 @@ def test_rnn_takes_the_first_of_two_activations_on_one_direction(direction: str,
     single = REFERENCE["MaskedRNN"](**inputs, **{**attributes, "activations": activations[:1]})
     for a, b in zip(REFERENCE["MaskedRNN"](**inputs, **attributes), single):
         np.testing.assert_array_equal(a, b)
+
+
+def _swapped_model(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
+    """The model ``run_onnxruntime`` runs, with its LSTM/GRU/RNN-22 node mechanically swapped for
+    the masked op: same inputs, same attributes (``masked_output`` not stated), domain changed."""
+    spec = OP_SPECS[op_type]
+    names = [n for n in spec.inputs if n != "mask"]
+    last = max(names.index(n) for n in inputs)
+    node = helper.make_node(
+        op_type,
+        [n if n in inputs else "" for n in names[: last + 1]],
+        list(spec.outputs),
+        domain=DOMAIN,
+        **attributes,
+    )
+    graph = helper.make_graph(
+        [node],
+        "swapped",
+        [value_info(n, v) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
+    )
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _run_model(model, inputs: dict[str, np.ndarray]) -> list:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+@pytest.mark.parametrize("op_type", list(OP_SPECS))
+def test_superset_of_the_onnx_op(op_type: str) -> None:
+    """Contract v2's superset property: an LSTM/GRU/RNN-22 node renamed to its masked op, with no
+    mask and ``masked_output`` left at its default, computes what onnxruntime's native op computes,
+    ``sequence_lens`` included (rows of length >= 1; a length of 0 is the one place ONNX leaves
+    open). Checked for the reference and for the node run in onnxruntime through
+    ``attach_functions`` and both ``inline`` strategies, on every attribute combination above."""
+    for _, i, attributes, present in (c for c in CASES if c[0] == op_type):
+        rng = np.random.default_rng(300 + i)
+        inputs = random_inputs(parse_attributes(op_type, **attributes), T, N, I, H, rng=rng, present=present)
+        lengths = rng.integers(1, T + 1, N).astype(np.int32)
+        lengths[0] = T
+        inputs["sequence_lens"] = lengths
+        expected = run_onnxruntime(op_type, attributes, inputs)
+        assert_close(
+            "onnxruntime float32 (superset)",
+            REFERENCE[op_type](**inputs, **attributes),
+            expected,
+            rtol=1e-5,
+            atol=1e-5,
+        )
+        model = _swapped_model(op_type, attributes, inputs)
+        for path, built in (
+            ("attach_functions", attach_functions(model)),
+            ("inline scan", inline(model, "scan")),
+            ("inline native", inline(model, "native")),
+        ):
+            assert_close(
+                f"onnxruntime float32 (superset, {path})",
+                _run_model(built, inputs),
+                expected,
+                rtol=1e-5,
+                atol=1e-5,
+            )

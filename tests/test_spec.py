@@ -68,7 +68,7 @@ def test_tables_list_every_attribute_input_and_output(op_type: str) -> None:
     assert _terms(_section(text, "#### Attributes", "#### Inputs")) == sorted(spec.attribute_names)
     assert _terms(_section(text, "#### Inputs", "#### Outputs")) == list(spec.inputs)
     assert _terms(_section(text, "#### Outputs", "#### Type Constraints")) == list(spec.outputs)
-    assert "<dt><tt>masked_output</tt> : string (default is carry)</dt>" in text
+    assert "<dt><tt>masked_output</tt> : string (default is zero)</dt>" in text
     assert "<dt><tt>mask</tt> (optional, non-differentiable) : T2</dt>" in text
     assert "<dt><tt>T2</tt> : tensor(bool)</dt>" in text
 

@@ -1,8 +1,8 @@
 """Node tests for MaskedGRU, in the style of ``onnx/backend/test/case/node/gru.py``.
 
-Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction
-forward, linear_before_reset 0, mask with holes, "carry", and B and initial_h present (random
-inputs seeded by the case name; expected outputs from the numpy reference).
+Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction forward,
+linear_before_reset 0, mask with holes, masked_output "zero" (the default), and B and initial_h
+present (random inputs seeded by the case name; expected outputs from the numpy reference).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ class MaskedGRU:
     @staticmethod
     def export_directions_and_modes() -> None:
         """Every direction with every masked_output mode, on a mask with holes and a non-zero
-        initial state: masked steps leave h untouched; Y holds the previous output ("carry"),
-        the carried state ("state") or zeros ("zero") there."""
+        initial state: masked steps leave h untouched; Y holds zeros ("zero") or the previous
+        output ("carry") there."""
         for direction in DIRECTIONS:
             for mode in MASKED_OUTPUT_MODES:
                 _case(f"{direction}_{mode}", direction=direction, masked_output=mode)
@@ -32,7 +32,7 @@ class MaskedGRU:
     def export_linear_before_reset() -> None:
         """linear_before_reset=1 (the cuDNN / Keras reset_after form) in every direction, and
         explicitly 0."""
-        for direction, mode in (("forward", "carry"), ("reverse", "state"), ("bidirectional", "zero")):
+        for direction, mode in (("forward", "carry"), ("reverse", "zero"), ("bidirectional", "carry")):
             _case(
                 f"linear_before_reset_{direction}_{mode}",
                 linear_before_reset=1,
@@ -44,7 +44,7 @@ class MaskedGRU:
     @staticmethod
     def export_batchwise() -> None:
         """layout=1: X, mask, states and outputs batch-major; mask is [batch, seq]."""
-        for direction, mode in (("forward", "zero"), ("reverse", "carry"), ("bidirectional", "state")):
+        for direction, mode in (("forward", "zero"), ("reverse", "carry"), ("bidirectional", "carry")):
             _case(f"batchwise_{direction}_{mode}", layout=1, direction=direction, masked_output=mode)
 
     @staticmethod
@@ -57,9 +57,9 @@ class MaskedGRU:
 
     @staticmethod
     def export_mask_patterns_modes() -> None:
-        """Left padding and a fully masked row in "state" and "zero" modes."""
+        """Left padding and a fully masked row in both modes."""
         for kind in ("left_padded", "one_row_masked"):
-            for mode in ("state", "zero"):
+            for mode in MASKED_OUTPUT_MODES:
                 _case(f"mask_{kind}_{mode}", T=4, N=3, mask_kind=kind, masked_output=mode)
 
     @staticmethod
@@ -85,13 +85,13 @@ class MaskedGRU:
         _case("defaults", present=())
         _case("mask_only", present=("mask",))
         _case("initial_h_only", present=("initial_h",), direction="bidirectional")
-        _case("bias_and_mask", present=("B", "mask"), direction="reverse", masked_output="state")
+        _case("bias_and_mask", present=("B", "mask"), direction="reverse", masked_output="carry")
 
     @staticmethod
     def export_optional_outputs() -> None:
         """Only some outputs requested: Y_h alone, Y alone."""
         _case("output_y_h", outputs=("Y_h",), direction="bidirectional")
-        _case("output_y", outputs=("Y",), masked_output="state")
+        _case("output_y", outputs=("Y",), masked_output="carry")
 
     @staticmethod
     def export_cell_attributes() -> None:
@@ -110,8 +110,17 @@ class MaskedGRU:
     def export_shapes() -> None:
         """Edge sizes: batch 1, seq_length 1, and a larger bidirectional batch-major case."""
         _case("batch_1", N=1, T=4, direction="bidirectional")
-        _case("seq_length_1", T=1, N=3, direction="bidirectional", masked_output="state")
-        _case("larger_batchwise_carry", T=7, N=4, I=3, H=5, layout=1, direction="bidirectional")
+        _case("seq_length_1", T=1, N=3, direction="bidirectional", masked_output="carry")
+        _case(
+            "larger_batchwise_carry",
+            T=7,
+            N=4,
+            I=3,
+            H=5,
+            layout=1,
+            direction="bidirectional",
+            masked_output="carry",
+        )
 
     @staticmethod
     def export_dtypes() -> None:

@@ -1,8 +1,8 @@
 """Node tests for MaskedLSTM, in the style of ``onnx/backend/test/case/node/lstm.py``.
 
-Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction
-forward, mask with holes, "carry", and B, initial_h, initial_c and P present (random inputs seeded
-by the case name; expected outputs from the numpy reference).
+Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction forward,
+mask with holes, masked_output "zero" (the default), and B, initial_h, initial_c and P present
+(random inputs seeded by the case name; expected outputs from the numpy reference).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ class MaskedLSTM:
     @staticmethod
     def export_directions_and_modes() -> None:
         """Every direction with every masked_output mode, on a mask with holes and non-zero
-        initial states: masked steps leave (h, c) untouched; Y holds the previous output
-        ("carry"), the carried state ("state") or zeros ("zero") there."""
+        initial states: masked steps leave (h, c) untouched; Y holds zeros ("zero") or the
+        previous output ("carry") there."""
         for direction in DIRECTIONS:
             for mode in MASKED_OUTPUT_MODES:
                 _case(f"{direction}_{mode}", direction=direction, masked_output=mode)
@@ -34,7 +34,7 @@ class MaskedLSTM:
     @staticmethod
     def export_batchwise() -> None:
         """layout=1: X, mask, states and outputs batch-major; mask is [batch, seq]."""
-        for direction, mode in (("forward", "carry"), ("reverse", "state"), ("bidirectional", "zero")):
+        for direction, mode in (("forward", "carry"), ("reverse", "zero"), ("bidirectional", "carry")):
             _case(f"batchwise_{direction}_{mode}", layout=1, direction=direction, masked_output=mode)
 
     @staticmethod
@@ -47,10 +47,10 @@ class MaskedLSTM:
 
     @staticmethod
     def export_mask_patterns_modes() -> None:
-        """Left padding and a fully masked row in "state" and "zero" modes: before the first
-        unmasked step Y is initial_h ("state") or zeros."""
+        """Left padding and a fully masked row in both modes: before the first
+        unmasked step Y is zero in both modes."""
         for kind in ("left_padded", "one_row_masked"):
-            for mode in ("state", "zero"):
+            for mode in MASKED_OUTPUT_MODES:
                 _case(f"mask_{kind}_{mode}", T=4, N=3, mask_kind=kind, masked_output=mode)
 
     @staticmethod
@@ -74,7 +74,7 @@ class MaskedLSTM:
             N=3,
             sequence_lens=[0, 4, 3],
             mask_kind="left_padded",
-            masked_output="state",
+            masked_output="carry",
         )
 
     @staticmethod
@@ -84,7 +84,7 @@ class MaskedLSTM:
         _case("defaults", present=())
         _case("mask_only", present=("mask",))
         _case("initial_states_only", present=("initial_h", "initial_c"), direction="bidirectional")
-        _case("initial_h_only", present=("initial_h", "mask"), masked_output="state")
+        _case("initial_h_only", present=("initial_h", "mask"), masked_output="carry")
         _case("initial_c_only", present=("initial_c", "mask"), direction="reverse")
         _case(
             "bias_and_peepholes", present=("B", "P", "mask"), direction="bidirectional", masked_output="zero"
@@ -94,7 +94,7 @@ class MaskedLSTM:
     def export_optional_outputs() -> None:
         """Only some outputs requested: Y_h alone, Y alone, Y_c alone."""
         _case("output_y_h", outputs=("Y_h",), direction="bidirectional")
-        _case("output_y", outputs=("Y",), direction="reverse", masked_output="state")
+        _case("output_y", outputs=("Y",), direction="reverse", masked_output="carry")
         _case("output_y_c", outputs=("Y_c",))
 
     @staticmethod
@@ -103,7 +103,7 @@ class MaskedLSTM:
         gate pre-activations, and non-default activations with their alpha/beta
         (HardSigmoid, ScaledTanh, Softsign forward; Sigmoid, Elu, Affine reverse)."""
         _case("input_forget", input_forget=1, direction="bidirectional")
-        _case("clip", clip=0.5, direction="bidirectional", masked_output="state")
+        _case("clip", clip=0.5, direction="bidirectional", masked_output="carry")
         _case(
             "activations",
             direction="bidirectional",
@@ -126,7 +126,7 @@ class MaskedLSTM:
             H=5,
             layout=1,
             direction="bidirectional",
-            masked_output="state",
+            masked_output="carry",
         )
 
     @staticmethod
@@ -150,7 +150,7 @@ class MaskedLSTM:
             nan_at_masked_steps=True,
             sequence_lens=[2, 4, 3],
             mask_kind="all_true",
-            masked_output="state",
+            masked_output="carry",
         )
 
     @staticmethod
@@ -180,6 +180,8 @@ class MaskedLSTM:
             layout=1,
             masked_output="carry",
         )
-        Y, Y_h, Y_c = reference.masked_lstm(X, W, R, B, mask=mask, hidden_size=hidden_size, layout=1)
+        Y, Y_h, Y_c = reference.masked_lstm(
+            X, W, R, B, mask=mask, hidden_size=hidden_size, layout=1, masked_output="carry"
+        )
         assert np.array_equal(Y[0, 3], Y[0, 2]) and np.array_equal(Y_h[0, 0], Y[0, 2, 0])
         expect(node, [X, W, R, B, mask], [Y, Y_h, Y_c], name="test_masked_lstm_seed000_embedding_carry")

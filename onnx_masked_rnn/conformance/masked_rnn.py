@@ -1,8 +1,8 @@
 """Node tests for MaskedRNN, in the style of ``onnx/backend/test/case/node/rnn.py``.
 
-Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction
-forward, Tanh, mask with holes, "carry", and B and initial_h present (random inputs seeded by the
-case name; expected outputs from the numpy reference).
+Unless a case says otherwise: float32, seq_length 3, batch 2, input 2, hidden 3, direction forward,
+Tanh, mask with holes, masked_output "zero" (the default), and B and initial_h present (random
+inputs seeded by the case name; expected outputs from the numpy reference).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class MaskedRNN:
     @staticmethod
     def export_directions_and_modes() -> None:
         """Every direction with every masked_output mode, on a mask with holes and a non-zero
-        initial state: masked steps leave h untouched; Y holds the previous output ("carry"),
-        the carried state ("state") or zeros ("zero") there."""
+        initial state: masked steps leave h untouched; Y holds zeros ("zero") or the previous
+        output ("carry") there."""
         for direction in DIRECTIONS:
             for mode in MASKED_OUTPUT_MODES:
                 _case(f"{direction}_{mode}", direction=direction, masked_output=mode)
@@ -63,7 +63,7 @@ class MaskedRNN:
     @staticmethod
     def export_batchwise() -> None:
         """layout=1: X, mask, states and outputs batch-major; mask is [batch, seq]."""
-        for direction, mode in (("forward", "state"), ("reverse", "zero"), ("bidirectional", "carry")):
+        for direction, mode in (("forward", "carry"), ("reverse", "zero"), ("bidirectional", "carry")):
             _case(f"batchwise_{direction}_{mode}", layout=1, direction=direction, masked_output=mode)
 
     @staticmethod
@@ -76,8 +76,8 @@ class MaskedRNN:
 
     @staticmethod
     def export_mask_patterns_modes() -> None:
-        """Left padding in "state" and "zero" modes, reverse."""
-        for mode in ("state", "zero"):
+        """Left padding in both modes, reverse."""
+        for mode in MASKED_OUTPUT_MODES:
             _case(
                 f"mask_left_padded_{mode}",
                 T=4,
@@ -97,7 +97,7 @@ class MaskedRNN:
             N=3,
             sequence_lens=[3, 4, 1],
             direction="bidirectional",
-            masked_output="state",
+            masked_output="carry",
         )
 
     @staticmethod
@@ -118,7 +118,7 @@ class MaskedRNN:
     def export_clip() -> None:
         """clip bounds the pre-activation; with Relu it bounds the output too."""
         _case(
-            "clip", clip=0.3, activations=["Relu", "Relu"], direction="bidirectional", masked_output="state"
+            "clip", clip=0.3, activations=["Relu", "Relu"], direction="bidirectional", masked_output="carry"
         )
 
     @staticmethod
@@ -149,7 +149,7 @@ class MaskedRNN:
             rtol=5e-3,
             atol=5e-3,
             direction="bidirectional",
-            masked_output="state",
+            masked_output="carry",
         )
 
     @staticmethod

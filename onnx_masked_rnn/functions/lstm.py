@@ -37,7 +37,7 @@ def lstm_direction(
     DIR, REVERSE = d, int(reverse)
     HAS_B, HAS_H0, HAS_C0 = "B" in present, "initial_h" in present, "initial_c" in present
     ZERO_OUTPUT = attrs.masked_output == "zero"
-    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is state
+    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is the state
     carried = carried_output(parts, reverse=reverse) if CARRY_OUTPUT else None
     ZERO_STATE = not (HAS_H0 and HAS_C0)
     PEEPHOLES, INPUT_FORGET = "P" in present, bool(attrs.input_forget)

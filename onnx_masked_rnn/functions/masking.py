@@ -10,13 +10,13 @@ The pieces, each the same for every op:
 - the output of a step, in the Scan body (``[1, N, H]``, so that the Scan emits ``Y_d``
   ``[T, 1, N, H]`` with no copy afterwards): ``Y[t] = m[t] ? h_new : 0`` in ``"zero"`` mode, the
   state after the step otherwise (a distinct value: onnxruntime 1.32 miscomputes a Scan body
-  output that is both a state and a scan output). The state *is* the ``"state"`` mode output,
-  and because it changes only at unmasked steps, ``"carry"`` follows from it without any extra
-  Scan state: the previous output equals the state as soon as one step has been processed and is
-  zero before that, so ``Y[t] = seen[t] ? state[t] : 0`` with ``seen[t]`` true once any step up to
-  ``t`` in processing order is unmasked (:func:`carried_output`: a cumulative sum of ``m``,
-  reversed for the reverse direction). Without ``initial_h`` the state before that is zero
-  already, and ``"carry"`` is ``"state"``.
+  output that is both a state and a scan output). Because the state changes only at unmasked
+  steps, ``"carry"`` follows from it without any extra Scan state: the previous output equals the
+  state as soon as one step has been processed and is zero before that, so
+  ``Y[t] = seen[t] ? state[t] : 0`` with ``seen[t]`` true once any step up to ``t`` in processing
+  order is unmasked (:func:`carried_output`: a cumulative sum of ``m``, reversed for the reverse
+  direction). Without ``initial_h`` the state before that is zero already, and ``"carry"`` is
+  the state itself.
 """
 
 from __future__ import annotations

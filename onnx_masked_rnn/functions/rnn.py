@@ -27,7 +27,7 @@ def rnn_direction(parts: Parts, attrs: RNNAttributes, d: int, present: frozenset
     DIR, REVERSE = d, int(reverse)
     HAS_B, HAS_H0 = "B" in present, "initial_h" in present
     ZERO_OUTPUT = attrs.masked_output == "zero"
-    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is state
+    CARRY_OUTPUT = attrs.masked_output == "carry" and HAS_H0  # without initial_h, carry is the state
     carried = carried_output(parts, reverse=reverse) if CARRY_OUTPUT else None
     CLIP, CLIP_VALUE = attrs.clip is not None, attrs.clip or 0.0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import ml_dtypes
 import numpy as np
 from onnx.reference.op_run import OpRun
 
@@ -33,7 +34,8 @@ __all__ = [
     "masked_rnn",
 ]
 
-_FLOATS = (np.float16, np.float32, np.float64)
+_FLOATS = (np.float16, ml_dtypes.bfloat16, np.float32, np.float64)
+_COMPUTED_IN_FLOAT32 = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _ACTIVATION_FUNCTIONS: dict[str, Callable[[np.ndarray, float, float], np.ndarray]] = {
     "Relu": lambda x, a, b: np.maximum(x, 0),
     "Tanh": lambda x, a, b: np.tanh(x),
@@ -129,8 +131,8 @@ def masked_recurrence(
 
     ``xw``: ``[T, N, G*H]`` input projections; ``mask``: ``[T, N]`` effective mask. At a step
     where the mask is false the state is left untouched and ``Y`` holds, by ``masked_output``,
-    the previous ``Y`` ("carry", zeros before the first unmasked step), the carried hidden state
-    ("state") or zeros ("zero"). Returns time-aligned ``Y`` ``[T, N, H]`` and the final state.
+    zeros ("zero") or the previous ``Y`` of this direction ("carry", zeros before the first
+    unmasked step). Returns time-aligned ``Y`` ``[T, N, H]`` and the final state.
     """
     T = xw.shape[0]
     state = initial_state
@@ -144,8 +146,6 @@ def masked_recurrence(
         if masked_output == "carry":
             carried_y = np.where(m, new_state[0], carried_y)
             Y[t] = carried_y
-        elif masked_output == "state":
-            Y[t] = state[0]
         else:
             Y[t] = np.where(m, new_state[0], 0)
     return Y, state
@@ -166,7 +166,7 @@ def _run(attrs: RNNAttributes, inputs: dict[str, np.ndarray | None]) -> tuple[np
     X = inputs["X"]
     if not isinstance(X, np.ndarray) or X.dtype.type not in _FLOATS:
         dtype = getattr(X, "dtype", type(X).__name__)
-        raise ValueError(f"input 'X' must be a float16, float32 or float64 array, got {dtype}")
+        raise ValueError(f"input 'X' must be a float16, bfloat16, float32 or float64 array, got {dtype}")
     for name in spec.inputs:
         if name not in ("X", "sequence_lens", "mask"):
             _check_array(name, inputs.get(name), X.dtype)
@@ -186,8 +186,8 @@ def _run(attrs: RNNAttributes, inputs: dict[str, np.ndarray | None]) -> tuple[np
     if seq_lens is not None and ((seq_lens < 0) | (seq_lens > Tn)).any():
         raise ValueError(f"input 'sequence_lens' must lie in [0, seq_length={Tn}], got {seq_lens.tolist()}")
 
-    # Compute in float32 for float16 inputs; in the input's own type otherwise.
-    compute = np.dtype(np.float32) if X.dtype == np.float16 else X.dtype
+    # Compute in float32 for float16 and bfloat16 inputs; in the input's own type otherwise.
+    compute = np.dtype(np.float32) if X.dtype in _COMPUTED_IN_FLOAT32 else X.dtype
 
     def get(name: str, default_shape: tuple[int, ...] | None = None) -> np.ndarray | None:
         value = inputs.get(name)

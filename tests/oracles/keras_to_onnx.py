@@ -104,15 +104,12 @@ def activation_names(kind: str, activation: str, recurrent_activation: str | Non
     return [activation]
 
 
-def masked_output_of(layer: Any, backend: str) -> str:
-    """The ``masked_output`` mode a Keras RNN layer computes on ``backend``: "zero" with
-    ``zero_output_for_mask`` (which ``Bidirectional`` sets to ``return_sequences``); "state" on
-    the JAX and NumPy backends' ``lax.scan``-style loop (not unrolled); "carry" otherwise."""
-    if layer.zero_output_for_mask:
-        return "zero"
-    if backend in ("jax", "numpy") and not layer.unroll:
-        return "state"
-    return "carry"
+def masked_output_of(layer: Any) -> str:
+    """The ``masked_output`` mode of a Keras RNN layer: "zero" with ``zero_output_for_mask``
+    (which ``Bidirectional`` sets to ``return_sequences``), "carry" otherwise. (Keras 3 on JAX or
+    NumPy with ``unroll=False`` differs before the first processed step when ``initial_state`` is
+    non-zero: ``tests/test_keras_jax_fixture.py`` applies the spec's recipe on top of "carry".)"""
+    return "zero" if layer.zero_output_for_mask else "carry"
 
 
 def _name(fn: Any) -> str:
@@ -141,19 +138,14 @@ def _single(layer: Any) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
     return kind, attributes, weights
 
 
-def convert_layer(
-    layer: Any, backend: str | None = None
-) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
+def convert_layer(layer: Any) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
     """``(op_type, attributes, weights)`` of the masked ONNX node equal to a built Keras LSTM, GRU,
-    SimpleRNN or ``Bidirectional`` of one of them, on ``backend`` (default: Keras's own).
+    SimpleRNN or ``Bidirectional`` of one of them (Keras' TensorFlow/torch semantics).
 
     ``attributes`` include ``direction`` (``reverse`` for ``go_backwards``: ONNX output is then
     time-aligned where Keras returns it in processing order) and ``masked_output``; ``weights``
     holds ``W``, ``R`` and ``B`` (absent when the layer has no bias).
     """
-    import keras
-
-    backend = backend or keras.backend.backend()
     if type(layer).__name__ == "Bidirectional":
         kind, forward, w_forward = _single(layer.forward_layer)
         _, backward, w_backward = _single(layer.backward_layer)
@@ -162,11 +154,11 @@ def convert_layer(
             if key in forward:
                 attributes[key] = forward[key] + backward[key]
         weights = {k: np.concatenate([w_forward[k], w_backward[k]]) for k in w_forward}
-        modes = {masked_output_of(lay, backend) for lay in (layer.forward_layer, layer.backward_layer)}
+        modes = {masked_output_of(lay) for lay in (layer.forward_layer, layer.backward_layer)}
         (attributes["masked_output"],) = modes
         return OP_TYPES[kind], attributes, weights
     kind, attributes, weights = _single(layer)
-    attributes["masked_output"] = masked_output_of(layer, backend)
+    attributes["masked_output"] = masked_output_of(layer)
     return OP_TYPES[kind], attributes, weights
 
 
