@@ -13,6 +13,7 @@ the package's graphs do about it, when they do something.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -39,11 +40,28 @@ class Repro:
 
 @dataclasses.dataclass(frozen=True)
 class Defect:
+    """A defect of one runtime (or of this package's graphs, ``repro`` None) and how to recognise
+    it: an outcome of ``status`` on one of ``backends`` whose detail matches ``message`` (a regex)
+    and, when given, whose model satisfies ``model_has``."""
+
     backends: tuple[str, ...]  # the built-in backends (runtime and variant) that show it
     status: str  # the outcome it causes
     summary: str
-    repro: Callable[[], Repro]
+    repro: Callable[[], Repro] | None
+    message: str = ""
+    model_has: Callable[[onnx.ModelProto, list[np.ndarray]], bool] | None = None
     workaround: str = ""
+    witness: str = "onnxruntime"  # a backend on which the repro passes: model and expected values are right
+
+    def explains(
+        self, backend: str, outcome: Outcome, model: onnx.ModelProto, inputs: list[np.ndarray]
+    ) -> bool:
+        return (
+            backend in self.backends
+            and outcome.status == self.status
+            and re.search(self.message, outcome.detail) is not None
+            and (self.model_has is None or self.model_has(model, inputs))
+        )
 
 
 def _model(
@@ -161,116 +179,187 @@ def _lstm_sequence_lens() -> Repro:
     return Repro(model, list(values.values()), list(expected))
 
 
-def _cumsum_int64() -> Repro:
-    x = np.array([[1, 0], [1, 1], [0, 1]], np.int64)
-    axis = np.array(0, np.int64)
-    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
-    return Repro(_model([node], {"x": x, "axis": axis}, {"y": np.cumsum(x, 0)}), [x, axis], [np.cumsum(x, 0)])
+def _cumsum(dtype: type) -> Repro:
+    """``CumSum(Cast(mask, dtype), axis=0)``: how the bodies count the processed steps."""
+    mask = np.array([[True, False], [True, True], [False, True], [True, True]])
+    nodes = [
+        helper.make_node("Cast", ["mask"], ["m"], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+        helper.make_node(
+            "Constant", [], ["axis"], value=helper.make_tensor("axis", TensorProto.INT64, [], [0])
+        ),
+        helper.make_node("CumSum", ["m", "axis"], ["y"]),
+    ]
+    y = np.cumsum(mask, 0).astype(dtype)
+    return Repro(_model(nodes, {"mask": mask}, {"y": y}), [mask], [y])
 
 
-def _scan(outer_read: bool = False, typed_body: bool = True, split_at_run_time: bool = False) -> Repro:
-    """A running sum ``h += x[t] * w`` as a Scan, ``w`` passed through as state.
+def _untyped(name: str) -> onnx.ValueInfoProto:
+    return helper.make_value_info(name, onnx.TypeProto())
 
-    ``outer_read``: the body reads ``w`` from the outer graph instead; ``typed_body``: the body's
-    inputs and outputs state element type and rank (else they have no type); ``split_at_run_time``:
-    ``w`` first goes through ``Split(w, Shape(w))``, sizes computed at run time, so shape inference
-    without constant folding cannot tell the rank of anything the body computes from it."""
+
+def _scan(outer_read: bool = False, typed_body: bool = True) -> Repro:
+    """A running sum ``h += x[t] * w`` as a Scan, ``w`` passed through as state; ``outer_read``:
+    the body reads ``w`` from the outer graph instead; ``typed_body``: the body's inputs and
+    outputs state element type and rank (else they have no type)."""
     h0 = np.zeros(2, np.float32)
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     w = np.array([2.0, 3.0], np.float32)
 
     def info(name: str) -> onnx.ValueInfoProto:
-        if typed_body:
-            return helper.make_tensor_value_info(name, TensorProto.FLOAT, [None])
-        return helper.make_value_info(name, onnx.TypeProto())
+        return (
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [None]) if typed_body else _untyped(name)
+        )
 
-    outer = []
-    if split_at_run_time:
-        outer = [
-            helper.make_node("Shape", ["w"], ["sizes"]),
-            helper.make_node("Split", ["w", "sizes"], ["w_used"]),
-        ]
-    w_used = "w_used" if split_at_run_time else "w"
     nodes = [
-        helper.make_node("Mul", ["x_t", w_used if outer_read else "w_in"], ["xw"]),
+        helper.make_node("Mul", ["x_t", "w" if outer_read else "w_in"], ["xw"]),
         helper.make_node("Add", ["h", "xw"], ["h_next"]),
     ]
     state_in, state_out, outer_state = ["h"], ["h_next"], ["h0"]
     if not outer_read:
         nodes.append(helper.make_node("Identity", ["w_in"], ["w_out"]))
-        state_in, state_out, outer_state = ["h", "w_in"], ["h_next", "w_out"], ["h0", w_used]
+        state_in, state_out, outer_state = ["h", "w_in"], ["h_next", "w_out"], ["h0", "w"]
     body = helper.make_graph(
         nodes, "body", [info(n) for n in [*state_in, "x_t"]], [info(n) for n in state_out]
     )
-    outputs = ["h_last", "w_last"][: len(outer_state)]
-    outer.append(helper.make_node("Scan", [*outer_state, "x"], outputs, body=body, num_scan_inputs=1))
+    scan = helper.make_node(
+        "Scan", [*outer_state, "x"], ["h_last", "w_last"][: len(outer_state)], body=body, num_scan_inputs=1
+    )
     y = (x * w).sum(axis=0)
-    model = _model(outer, {"h0": h0, "x": x, "w": w}, {"h_last": y})
-    return Repro(model, [h0, x, w], [y])
+    return Repro(_model([scan], {"h0": h0, "x": x, "w": w}, {"h_last": y}), [h0, x, w], [y])
+
+
+def _scan_split_at_run_time() -> Repro:
+    """A running sum ``h += x[t] @ w[:, 4:]`` as a Scan with an untyped body, the slice of ``w``
+    taken by ``Split(w, [2 * H, H], axis=-1)`` with ``H = Shape(h0)[1]`` computed at run time: the
+    graph the expanded MaskedGRU/LSTM bodies build. Without constant folding nothing infers the
+    shape of the body's output."""
+    h0 = np.zeros((1, 2), np.float32)
+    x = np.arange(6, dtype=np.float32).reshape(3, 1, 2)
+    w = np.arange(12, dtype=np.float32).reshape(2, 6)
+    outer = [
+        helper.make_node("Shape", ["h0"], ["H"], start=1),
+        helper.make_node(
+            "Constant", [], ["two"], value=helper.make_tensor("two", TensorProto.INT64, [1], [2])
+        ),
+        helper.make_node("Mul", ["H", "two"], ["H2"]),
+        helper.make_node("Concat", ["H2", "H"], ["sizes"], axis=0),
+        helper.make_node("Split", ["w", "sizes"], ["w_a", "w_b"], axis=-1),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x_t", "w_b"], ["xw"]),
+        helper.make_node("Add", ["h", "xw"], ["h_next"]),
+    ]
+    body = helper.make_graph(nodes, "body", [_untyped("h"), _untyped("x_t")], [_untyped("h_next")])
+    outer.append(helper.make_node("Scan", ["h0", "x"], ["h_last"], body=body, num_scan_inputs=1))
+    y = sum(x[t] @ w[:, 4:] for t in range(3))
+    return Repro(_model(outer, {"h0": h0, "x": x, "w": w}, {"h_last": y}), [h0, x, w], [y])
+
+
+def _lstm_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    from onnx_masked_rnn._walk import walk_nodes
+
+    return [n for n in walk_nodes(model.graph.node) if n.op_type == "LSTM" and n.domain in ("", "ai.onnx")]
+
+
+def _has_peepholes(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    return any(len(n.input) > 7 and n.input[7] for n in _lstm_nodes(model))
+
+
+def _has_input_forget(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    return any(a.name == "input_forget" and a.i for n in _lstm_nodes(model) for a in n.attribute)
+
+
+def _is_float64(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    return inputs[0].dtype == np.float64
+
+
+def _has_a_fully_masked_batch(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    names = [i.name for i in model.graph.input]
+    return "mask" in names and not inputs[names.index("mask")].any()
 
 
 DEFECTS: dict[str, Defect] = {
     "onnxruntime-no-float64-rnn-kernels": Defect(
         ("onnxruntime", "onnxruntime-noopt"),
         "unsupported",
-        "onnxruntime's CPU LSTM/GRU kernels refuse double when run, and it registers no double RNN kernel; "
+        "onnxruntime's CPU LSTM/GRU kernels refuse double when run, and it has no double RNN kernel; "
         "ONNX defines all three for double. Hits the native expansion of the float64 cases.",
         lambda: _lstm(np.float64),
+        message=r"onnxruntime('s (LSTM|GRU) kernel does not support double| has no kernel for RNN)",
+        witness="onnx-reference",
     ),
     "onnxruntime-noopt-scan-output-shape": Defect(
         ("onnxruntime-noopt",),
         "error",
-        "With graph optimizations disabled, onnxruntime's Scan requires every body output to have an "
-        "inferred shape ('Subgraph must have the shape set for all outputs'); ONNX does not, and with "
-        "optimizations enabled the same model runs.",
-        lambda: _scan(typed_body=False, split_at_run_time=True),
-        "the portable bodies state their outputs' element type and rank",
+        "With graph optimizations disabled, onnxruntime's Scan needs the shape of every body output, "
+        "declared or inferred ('Subgraph must have the shape set for all outputs'); ONNX does not ask "
+        "for it, and with optimizations enabled (constant folding) the same model runs.",
+        _scan_split_at_run_time,
+        message=r"Subgraph must have the shape set for all outputs",
+        workaround="the portable bodies state their outputs' element type and rank",
     ),
     "openvino-lstm-peepholes": Defect(
         ("openvino",),
         "wrong",
         "OpenVINO's LSTM ignores the peephole input P (ONNX LSTM input 7): results as if P were zero.",
         lambda: _lstm(peepholes=True),
+        model_has=_has_peepholes,
     ),
     "openvino-lstm-input-forget": Defect(
         ("openvino",),
         "wrong",
         "OpenVINO's LSTM ignores input_forget=1 (coupled input and forget gates).",
         lambda: _lstm(input_forget=1),
+        model_has=_has_input_forget,
     ),
     "openvino-float64-in-float32": Defect(
         ("openvino",),
         "wrong",
-        "OpenVINO's CPU plugin computes float64 graphs in float32 (about 1e-8 relative error), even with "
-        "INFERENCE_PRECISION_HINT f32; the float64 cases allow 1e-10.",
+        "OpenVINO's CPU plugin computes float64 graphs in float32 (about 1e-8 relative error), whatever "
+        "INFERENCE_PRECISION_HINT says; the float64 cases allow 1e-10.",
         _float64_tanh,
+        model_has=_is_float64,
     ),
     "openvino-rnn-activations": Defect(
         ("openvino",),
         "unsupported",
-        "OpenVINO's LSTM/GRU/RNN accept only some of ONNX's activations (no Elu, Softplus, HardSigmoid, "
-        "Affine, ScaledTanh, LeakyRelu, ThresholdedRelu, Softsign).",
+        "OpenVINO's LSTM/GRU/RNN implement only Sigmoid, Tanh and Relu of ONNX's activations "
+        "('Unknown activation function: elu').",
         lambda: _rnn("Elu"),
+        message=r"OpenVINO's (LSTM/GRU/RNN have no activation|RNN cell lacks an activation)",
     ),
     "openvino-no-local-functions": Defect(
         ("openvino",),
         "unsupported",
-        "OpenVINO's ONNX frontend does not expand model-local functions of a custom domain: "
-        "'No conversion rule found'.",
+        "OpenVINO's ONNX frontend does not expand the model-local function of a custom-domain node "
+        "('No conversion rule found').",
         _local_function,
+        message=r"OpenVINO's ONNX frontend has no conversion for",
     ),
     "openvino-scan-outer-scope-read": Defect(
         ("openvino",),
         "error",
-        "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph (ONNX allows it).",
+        "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph, which "
+        "ONNX allows ('num_scan_outputs can't be negative').",
         lambda: _scan(outer_read=True),
-        "the portable bodies pass outer values in as pass-through Scan state",
+        message=r"num_scan_outputs can't be negative",
+        workaround="the portable bodies pass outer values in as pass-through Scan state",
+    ),
+    "openvino-scan-untyped-body": Defect(
+        ("openvino",),
+        "error",
+        "OpenVINO fails on a Scan whose body inputs and outputs carry no type ('Memory has not been "
+        "allocated'); IR.md lets subgraph inputs omit their type.",
+        lambda: _scan(typed_body=False),
+        message=r"Memory has not been allocated",
+        workaround="the portable bodies type their inputs and outputs",
     ),
     "tract-no-local-functions": Defect(
         ("tract",),
         "unsupported",
-        "tract does not expand model-local functions: 'Unimplemented(<op>)'.",
+        "tract does not expand model-local functions ('Unimplemented(<op>)').",
         _local_function,
+        message=r"tract has no implementation of",
     ),
     "tract-constant-sequence-lens": Defect(
         ("tract",),
@@ -278,26 +367,40 @@ DEFECTS: dict[str, Defect] = {
         "tract's LSTM/GRU/RNN accept sequence_lens only as a constant ('Non constant seq_len is not "
         "supported'); the native expansion computes it from the mask.",
         _lstm_sequence_lens,
+        message=r"tract's LSTM/GRU/RNN accept sequence_lens only as a constant",
     ),
     "tract-no-float64-sigmoid": Defect(
         ("tract",),
         "unsupported",
         "tract's Sigmoid has no float64 implementation ('Sigmoid does not support F64').",
         _float64_sigmoid,
+        message=r"tract's Sigmoid does not support F64",
     ),
-    "tract-scan-untyped-body-inputs": Defect(
+    "tract-scan-untyped-body": Defect(
         ("tract",),
         "error",
         "tract rejects a Scan body whose inputs do not state their type ('graph input has no type').",
         lambda: _scan(typed_body=False),
-        "the portable bodies type their inputs and outputs",
+        message=r"graph input `[^`]+` has no type",
+        workaround="the portable bodies type their inputs and outputs",
     ),
     "tract-cumsum-int64": Defect(
         ("tract",),
+        "error",
+        "tract fails to evaluate CumSum over int64 ('TDim is not a number': it takes int64 values for "
+        "symbolic dimensions); int32 works.",
+        lambda: _cumsum(np.int64),
+        message=r"CumSum .*TDim is not a number",
+        workaround="the portable bodies count processed steps with an int32 CumSum",
+    ),
+    "native-expansion-zero-length-sequence": Defect(
+        ("openvino",),
         "wrong",
-        "tract's CumSum miscomputes int64.",
-        _cumsum_int64,
-        "the bodies count processed steps with an int32 CumSum",
+        "Not a runtime defect: the native expansion hands the native op a sequence of length 0 when "
+        "every step of the batch is masked, which ONNX leaves undefined (OpenVINO returns garbage). "
+        "Issue 9 item 3 replaces it by an explicit select.",
+        None,
+        model_has=_has_a_fully_masked_batch,
     ),
 }
 
@@ -308,5 +411,8 @@ def reproduce(defect_id: str, backend: str) -> Outcome:
     from onnx_masked_rnn.conformance.backends import resolve
     from onnx_masked_rnn.conformance.runner import compare
 
-    repro = DEFECTS[defect_id].repro()
+    defect = DEFECTS[defect_id]
+    if defect.repro is None:
+        raise ValueError(f"{defect_id} is not a runtime defect: it has no repro")
+    repro = defect.repro()
     return compare(resolve(backend), repro.model, [(repro.inputs, repro.expected)], repro.rtol, repro.atol)

@@ -39,6 +39,7 @@ __all__ = [
     "report",
     "run",
     "run_case",
+    "run_plan",
     "run_suite",
 ]
 
@@ -268,18 +269,26 @@ def backends_of(specs: Sequence[str]) -> tuple[list[str], list[str]]:
 def run_suite(
     specs: Sequence[str], cases: Sequence[TestCase], timeout: float = 600.0, progress: bool = False
 ) -> dict[str, list[tuple[str, Outcome]]]:
-    """Every case on every backend (each in a worker process of its own, see ``worker``):
-    ``{backend: [(case name, outcome), ...]}`` in case order."""
+    """Every case on every backend: ``{backend: [(case name, outcome), ...]}`` in case order."""
+    return run_plan({spec: cases for spec in specs}, timeout, progress)
+
+
+def run_plan(
+    plan: dict[str, Sequence[TestCase]], timeout: float = 600.0, progress: bool = False
+) -> dict[str, list[tuple[str, Outcome]]]:
+    """Each backend's cases (``plan``: backend -> cases), each backend in a worker process of its
+    own (see ``worker``), all backends at once: ``{backend: [(case name, outcome), ...]}``."""
     from onnx_masked_rnn.conformance.worker import run_cases
 
-    results: dict[str, list[tuple[str, Outcome] | None]] = {spec: [None] * len(cases) for spec in specs}
-    done = 0
-    for spec, index, outcome in run_cases(specs, cases, timeout):
-        results[spec][index] = (cases[index].name, outcome)
+    results: dict[str, list[Any]] = {spec: [None] * len(cases) for spec, cases in plan.items()}
+    total, done = sum(len(cases) for cases in plan.values()), 0
+    for spec, index, outcome in run_cases(plan, timeout):
+        name = plan[spec][index].name
+        results[spec][index] = (name, outcome)
         done += 1
-        _progress(progress, f"{done}/{len(cases) * len(specs)} {spec}: {cases[index].name}")
+        _progress(progress, f"{done}/{total} {spec}: {name}")
     _progress(progress, "")
-    return results  # type: ignore[return-value]
+    return results
 
 
 def run(args: argparse.Namespace) -> int:

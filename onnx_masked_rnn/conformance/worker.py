@@ -12,7 +12,7 @@ import multiprocessing
 import multiprocessing.connection
 import signal
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from onnx_masked_rnn.conformance.outcomes import Outcome
@@ -107,30 +107,26 @@ class Worker:
             self.connection = None
 
 
-def run_cases(
-    specs: Sequence[str], cases: Sequence[TestCase], timeout: float
-) -> Iterator[tuple[str, int, Outcome]]:
-    """Run every case on every backend, one worker process per backend, all at once; yield
-    ``(backend spec, case index, outcome)`` as results arrive (each backend's in case order)."""
-    workers = {spec: Worker(spec, timeout) for spec in specs}
-    position = dict.fromkeys(specs, 0)
+def run_cases(plan: Mapping[str, Sequence[TestCase]], timeout: float) -> Iterator[tuple[str, int, Outcome]]:
+    """Run each backend's cases (``plan``: backend spec -> cases), one worker process per backend,
+    all at once; yield ``(backend spec, case index, outcome)`` as results arrive (each backend's in
+    case order)."""
+    workers = {spec: Worker(spec, timeout) for spec in plan}
+    position = dict.fromkeys(plan, 0)
     try:
-        for worker in workers.values():
-            if cases:
-                worker.submit(cases[0])
-        busy = {spec for spec in specs if cases}
+        busy = {spec for spec, cases in plan.items() if cases}
+        for spec in busy:
+            workers[spec].submit(plan[spec][0])
         while busy:
-            now = time.monotonic()
-            wait = max(0.0, min(workers[s].deadline for s in busy) - now)
+            wait = max(0.0, min(workers[s].deadline for s in busy) - time.monotonic())
             by_connection = {workers[s].connection: s for s in busy}
             ready = multiprocessing.connection.wait(list(by_connection), timeout=wait)
             overdue = {s for s in busy if workers[s].deadline <= time.monotonic()}
             for spec in {by_connection[c] for c in ready} | overdue:
-                outcome = workers[spec].result()
-                yield spec, position[spec], outcome
+                yield spec, position[spec], workers[spec].result()
                 position[spec] += 1
-                if position[spec] < len(cases):
-                    workers[spec].submit(cases[position[spec]])
+                if position[spec] < len(plan[spec]):
+                    workers[spec].submit(plan[spec][position[spec]])
                 else:
                     busy.discard(spec)
     finally:
