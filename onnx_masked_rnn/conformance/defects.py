@@ -340,9 +340,10 @@ DEFECTS: dict[str, Defect] = {
         ("openvino",),
         "error",
         "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph, which "
-        "ONNX allows ('num_scan_outputs can't be negative').",
+        "ONNX allows: it counts the outer values as body inputs ('num_scan_outputs can't be negative', "
+        "'Number of Scan node inputs (3) is less than required (4)').",
         lambda: _scan(outer_read=True),
-        message=r"num_scan_outputs can't be negative",
+        message=r"num_scan_outputs can.t be negative|Number of Scan node inputs \(\d+\) is less than",
         workaround="the portable bodies pass outer values in as pass-through Scan state",
     ),
     "openvino-scan-untyped-body": Defect(
