@@ -193,6 +193,31 @@ def _cumsum(dtype: type) -> Repro:
     return Repro(_model(nodes, {"mask": mask}, {"y": y}), [mask], [y])
 
 
+def _scan_matmul_state() -> Repro:
+    """``h_next = x[t] + h @ R`` as a Scan, each step's ``h_next`` also its scan output ``y``."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 2, 3)).astype(np.float32)
+    R = rng.standard_normal((3, 3)).astype(np.float32)
+    h0 = np.zeros((2, 3), np.float32)
+    info = [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, None]) for n in ("h", "x_t", "h_next", "y")
+    ]
+    nodes = [
+        helper.make_node("Constant", [], ["R"], value=onnx.numpy_helper.from_array(R, "R")),
+        helper.make_node("MatMul", ["h", "R"], ["hR"]),
+        helper.make_node("Add", ["x_t", "hR"], ["h_next"]),
+        helper.make_node("Identity", ["h_next"], ["y"]),
+    ]
+    body = helper.make_graph(nodes, "body", info[:2], info[2:])
+    scan = helper.make_node("Scan", ["h0", "x"], ["h_last", "Y"], body=body, num_scan_inputs=1)
+    h, ys = h0, []
+    for t in range(3):
+        h = x[t] + h @ R
+        ys.append(h)
+    Y = np.stack(ys)
+    return Repro(_model([scan], {"h0": h0, "x": x}, {"h_last": h, "Y": Y}), [h0, x], [h, Y])
+
+
 def _untyped(name: str) -> onnx.ValueInfoProto:
     return helper.make_value_info(name, onnx.TypeProto())
 
@@ -273,6 +298,17 @@ def _is_float64(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
     return inputs[0].dtype == np.float64
 
 
+def _has_a_scan_without_where(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    """A Scan body with no ``Where``: no mask and no sequence_lens, each step's state is its output."""
+    from onnx_masked_rnn._walk import subgraphs, walk_nodes
+
+    return any(
+        n.op_type == "Scan"
+        and not any(b.op_type == "Where" for g in subgraphs(n) for b in walk_nodes(g.node))
+        for n in walk_nodes(model.graph.node)
+    )
+
+
 def _has_a_fully_masked_batch(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
     names = [i.name for i in model.graph.input]
     return "mask" in names and not inputs[names.index("mask")].any()
@@ -319,6 +355,15 @@ DEFECTS: dict[str, Defect] = {
         "INFERENCE_PRECISION_HINT says; the float64 cases allow 1e-10.",
         _float64_tanh,
         model_has=_is_float64,
+    ),
+    "openvino-scan-state-as-output": Defect(
+        ("openvino",),
+        "wrong",
+        "OpenVINO's Scan goes wrong from the second step on when the body's new state is also its scan "
+        "output and comes from a MatMul (h_next = x[t] + h @ R; y = h_next); with an elementwise Mul, "
+        "or the output computed by a separate op (as the masked bodies' Where does), it is right.",
+        _scan_matmul_state,
+        model_has=_has_a_scan_without_where,
     ),
     "openvino-rnn-activations": Defect(
         ("openvino",),

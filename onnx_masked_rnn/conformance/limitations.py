@@ -4,7 +4,8 @@ shipped suite that does not pass, its outcome and the defects behind it (``defec
 The list is data, ``known_limitations.json`` beside this module, with the runtime versions it was
 measured with. ``python -m onnx_masked_rnn.conformance.limitations`` runs the suite on the checked
 backends and rewrites it, refusing when an outcome matches no defect (find the defect, write its
-repro in ``defects.py``, then rerun). Read the diff before committing it.
+repro in ``defects.py``, then rerun). Read the diff before committing it. With ``--markdown`` it
+prints the list as the tables of ``docs/runtimes.md``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from onnx_masked_rnn.conformance import DATA_DIR
 from onnx_masked_rnn.conformance.defects import DEFECTS
 from onnx_masked_rnn.conformance.outcomes import STATUSES, Outcome
 
-__all__ = ["CHECKED", "PATH", "explain", "load", "observed", "plan", "variant_of", "versions"]
+__all__ = ["CHECKED", "PATH", "explain", "load", "markdown", "observed", "plan", "variant_of", "versions"]
 
 PATH = Path(__file__).parent / "known_limitations.json"
 
@@ -95,8 +96,33 @@ def plan(data_dir: Path = DATA_DIR) -> dict[str, list[Any]]:
     }
 
 
-def main() -> int:
+def markdown(data: dict[str, Any] | None = None) -> str:
+    """The list as the Markdown tables of ``docs/runtimes.md``: counts per runtime and variant,
+    then each defect with its cases."""
+    data = data or load()
+    statuses = ", ".join(STATUSES)
+    lines = [f"| runtime | variant | {' | '.join(STATUSES)} |", "|---|---|" + "---|" * len(STATUSES)]
+    for backend, variants in data["counts"].items():
+        for variant, tally in variants.items():
+            lines.append(f"| {backend} | {variant} | " + " | ".join(str(tally[s]) for s in STATUSES) + " |")
+    lines += ["", f"({statuses}: see ``outcomes``; versions: {data['versions']})", ""]
+    lines += ["| defect | outcome | cases (runtime: count) | what |", "|---|---|---|---|"]
+    for key, defect in DEFECTS.items():
+        per_backend = {
+            backend: sum(key in entry["defects"] for entry in cases.values())
+            for backend, cases in data["backends"].items()
+        }
+        shown = ", ".join(f"{b}: {n}" for b, n in per_backend.items() if n) or "none (worked around)"
+        lines.append(f"| `{key}` | {defect.status} | {shown} | {defect.summary} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
     from onnx_masked_rnn.conformance.runner import run_plan
+
+    if (argv if argv is not None else sys.argv[1:]) == ["--markdown"]:
+        print(markdown())
+        return 0
 
     listing: dict[str, dict[str, dict[str, Any]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
