@@ -6,7 +6,8 @@ and ``<!-- END GENERATED name -->`` markers, written here from the code so they 
 - ``schema`` (each op): the ``docs/Operators.md`` entry, rendered by onnx's own ``gen_doc`` from the
   registered OpSchema (summary, version, attributes, inputs, outputs, type constraints);
 - ``function-body`` (each op): the Scan + Where function of one representative configuration,
-  built by ``onnx_masked_rnn.functions.build_scan_function`` and printed in onnx text syntax;
+  built by ``onnx_masked_rnn.functions.build_scan_function`` in the portable Scan form and printed
+  in onnx text syntax;
 - ``activations`` (``semantics.md``): the activation functions and their alpha/beta defaults.
 
 Usage: ``python scripts/update_spec.py`` rewrites the files; ``--check`` only reports stale files
@@ -52,7 +53,8 @@ BODY_CONFIGURATIONS: dict[str, tuple[dict, frozenset[str]]] = {
     ),
 }
 
-# ONNX's definitions of the activation functions (LSTM-22's documentation), by name.
+# The activation functions' definitions (spec/semantics.md section 9), by name: the ONNX operators'
+# (ThresholdedRelu with the operator's `>`), Affine and ScaledTanh as the specification defines them.
 ACTIVATION_FORMULAS = {
     "Relu": "max(0, x)",
     "Tanh": "(1 - e^{-2x}) / (1 + e^{-2x})",
@@ -96,28 +98,39 @@ def body_attributes(op_type: str) -> RNNAttributes:
 
 def render_function_body(op_type: str) -> str:
     """The representative configuration's function body in onnx text syntax."""
-    from onnx_masked_rnn.functions import build_scan_function
+    from onnx_masked_rnn.functions import Configuration, build_scan_function
 
     attributes, present = BODY_CONFIGURATIONS[op_type]
     attrs = body_attributes(op_type)
-    function = build_scan_function(attrs, present, FUNCTION_OPSET)
+    function = build_scan_function(Configuration.of(attrs, present), FUNCTION_OPSET, "portable")
     shown = ", ".join(f"{k}={v!r}" for k, v in attributes.items()) or "all defaults"
     supplied = ", ".join(n for n in OP_SPECS[op_type].inputs if n in present)
     return (
-        f"Configuration: attributes {shown}; optional inputs supplied: {supplied}; "
-        f"ai.onnx opset {FUNCTION_OPSET}.\n\n```\n{onnx.printer.to_text(function).strip()}\n```\n"
+        f"Configuration: attributes {shown}; optional inputs supplied: {supplied}; X float; "
+        f"ai.onnx opset {FUNCTION_OPSET}; the portable Scan form (typed body inputs and outputs, "
+        f"no outer-scope reads).\n\n```\n{onnx.printer.to_text(function).strip()}\n```\n"
     )
+
+
+def activation_default_source(name: str) -> str:
+    """Where a function's parameter defaults come from: the ONNX operator of the same name (its
+    newest ai.onnx version in the installed onnx), or this specification for the two that are no
+    longer operators."""
+    if onnx.defs.has(name):
+        return f"ONNX {name}-{onnx.defs.get_schema(name).since_version}"
+    return "this specification"
 
 
 def render_activations() -> str:
     lines = [
-        "| function | definition | alpha (default) | beta (default) |",
-        "|---|---|---|---|",
+        "| function | definition | alpha (default) | beta (default) | defaults from |",
+        "|---|---|---|---|---|",
     ]
     for name, (takes_alpha, takes_beta, alpha, beta) in ACTIVATIONS.items():
         a = f"yes ({alpha:g})" if takes_alpha else "-"
         b = f"yes ({beta:g})" if takes_beta else "-"
-        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} |")
+        source = activation_default_source(name) if takes_alpha or takes_beta else "-"
+        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} | {source} |")
     return "\n".join(lines) + "\n"
 
 

@@ -56,9 +56,9 @@ def variants(case: Case) -> list[tuple[str, onnx.ModelProto]]:
     from onnx_masked_rnn.inline import attach_functions, inline
 
     return [
-        (case.name, attach_functions(case.model)),
-        (case.name + "_expanded", inline(case.model, "scan")),
-        (case.name + "_expanded_native", inline(case.model, "native")),
+        (case.name, attach_functions(case.model, scan_form="portable")),
+        (case.name + "_expanded", inline(case.model, "scan", scan_form="portable")),
+        (case.name + "_expanded_native", inline(case.model, "native", scan_form="portable")),
     ]
 
 
