@@ -106,14 +106,19 @@ def markdown(data: dict[str, Any] | None = None) -> str:
         for variant, tally in variants.items():
             lines.append(f"| {backend} | {variant} | " + " | ".join(str(tally[s]) for s in STATUSES) + " |")
     lines += ["", f"({statuses}: see ``outcomes``; versions: {data['versions']})", ""]
+    used = {
+        key: {b: sum(key in e["defects"] for e in cases.values()) for b, cases in data["backends"].items()}
+        for key in DEFECTS
+    }
     lines += ["| defect | outcome | cases (runtime: count) | what |", "|---|---|---|---|"]
     for key, defect in DEFECTS.items():
-        per_backend = {
-            backend: sum(key in entry["defects"] for entry in cases.values())
-            for backend, cases in data["backends"].items()
-        }
-        shown = ", ".join(f"{b}: {n}" for b, n in per_backend.items() if n) or "none (worked around)"
-        lines.append(f"| `{key}` | {defect.status} | {shown} | {defect.summary} |")
+        if any(used[key].values()):
+            shown = ", ".join(f"{b}: {n}" for b, n in used[key].items() if n)
+            lines.append(f"| `{key}` | {defect.status} | {shown} | {defect.summary} |")
+    lines += ["", "| defect | outcome | what | why no checked case shows it |", "|---|---|---|---|"]
+    for key, defect in DEFECTS.items():
+        if not any(used[key].values()):
+            lines.append(f"| `{key}` | {defect.status} | {defect.summary} | {defect.workaround} |")
     return "\n".join(lines)
 
 
