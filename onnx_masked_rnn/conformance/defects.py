@@ -375,7 +375,7 @@ DEFECTS: dict[str, Defect] = {
         "('No conversion rule found').",
         _local_function,
         message=r"OpenVINO's ONNX frontend has no conversion for",
-        workaround="inline() gives standard ops only (the expanded variants); the base variant is not checked",
+        workaround="inline() gives standard ops (the expanded variants); the base variant is not checked",
     ),
     "openvino-scan-outer-scope-read": Defect(
         ("openvino",),
@@ -402,7 +402,7 @@ DEFECTS: dict[str, Defect] = {
         "tract does not expand model-local functions ('Unimplemented(<op>)').",
         _local_function,
         message=r"tract has no implementation of",
-        workaround="inline() gives standard ops only (the expanded variants); the base variant is not checked",
+        workaround="inline() gives standard ops (the expanded variants); the base variant is not checked",
     ),
     "tract-constant-sequence-lens": Defect(
         ("tract",),
