@@ -45,8 +45,8 @@ CASES = (
         ("faulty_backends:Segfaulting", "600", "crashed: the backend's process killed by SIGSEGV"),
         (
             "faulty_backends:Hanging",
-            "3",
-            "crashed: no result after 3 s: the backend's process hung and was killed",
+            "5",
+            "crashed: no result after 5 s: the backend's process hung and was killed",
         ),
         ("faulty_backends:Raising", "600", "error: RuntimeError: the runtime cannot build this graph"),
     ],

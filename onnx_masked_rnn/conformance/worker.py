@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Worker", "run_cases"]
 
+_STARTUP_SECONDS = 300.0  # importing a runtime on a loaded machine
+
 
 def _serve(conn: multiprocessing.connection.Connection, spec: str) -> None:
     """The worker process: resolve the backend, then run each case received until ``None``."""
@@ -29,6 +31,7 @@ def _serve(conn: multiprocessing.connection.Connection, spec: str) -> None:
     from onnx_masked_rnn.conformance.runner import run_case
 
     backend = resolve(spec)
+    conn.send("ready")
     while (case := conn.recv()) is not None:
         conn.send(run_case(backend, case))
 
@@ -56,36 +59,53 @@ class Worker:
         self._process: Any = None
         self.connection: multiprocessing.connection.Connection | None = None
         self._started = 0.0
+        self._startup_failure: str | None = None
 
-    def _start(self) -> None:
+    def _start(self) -> str | None:
+        """Start the process and wait until its backend is loaded (start-up does not count
+        against a case's time limit); what went wrong when it died or hung doing so."""
         context = multiprocessing.get_context("spawn")
         self.connection, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, self.spec), daemon=True)
         self._process.start()
         child.close()
+        limit = max(self.timeout, _STARTUP_SECONDS)
+        try:
+            if self.connection.poll(limit) and self.connection.recv() == "ready":
+                return None
+        except (EOFError, ConnectionError):
+            self._process.join(5)
+            return f"the backend's process {_death(self._process.exitcode)} while starting"
+        return f"the backend's process did not start within {limit:g} s"
 
     def submit(self, case: TestCase) -> None:
+        self._startup_failure = None
         if self._process is None or not self._process.is_alive():
-            self._start()
-        assert self.connection is not None
+            self._startup_failure = self._start()
         self._started = time.monotonic()
-        self.connection.send(case)
+        if self._startup_failure is None:
+            assert self.connection is not None
+            self.connection.send(case)
 
     @property
     def deadline(self) -> float:
-        return self._started + self.timeout
+        """When the submitted case counts as hung (at once when the process did not start)."""
+        return self._started + (0.0 if self._startup_failure else self.timeout)
 
     def result(self) -> Outcome:
         """The submitted case's outcome; call once the connection is readable or past the deadline."""
-        assert self.connection is not None
-        if self.connection.poll():
-            try:
-                return self.connection.recv()
-            except (EOFError, ConnectionError):
-                self._process.join(5)
-                detail = f"the backend's process {_death(self._process.exitcode)}"
+        if self._startup_failure:
+            detail = self._startup_failure
         else:
-            detail = f"no result after {self.timeout:g} s: the backend's process hung and was killed"
+            assert self.connection is not None
+            if self.connection.poll():
+                try:
+                    return self.connection.recv()
+                except (EOFError, ConnectionError):
+                    self._process.join(5)
+                    detail = f"the backend's process {_death(self._process.exitcode)}"
+            else:
+                detail = f"no result after {self.timeout:g} s: the backend's process hung and was killed"
         seconds = time.monotonic() - self._started
         self.close()
         return Outcome("crashed", detail, seconds=seconds)
@@ -119,7 +139,7 @@ def run_cases(plan: Mapping[str, Sequence[TestCase]], timeout: float) -> Iterato
             workers[spec].submit(plan[spec][0])
         while busy:
             wait = max(0.0, min(workers[s].deadline for s in busy) - time.monotonic())
-            by_connection = {workers[s].connection: s for s in busy}
+            by_connection = {workers[s].connection: s for s in busy if not workers[s]._startup_failure}
             ready = multiprocessing.connection.wait(list(by_connection), timeout=wait)
             overdue = {s for s in busy if workers[s].deadline <= time.monotonic()}
             for spec in {by_connection[c] for c in ready} | overdue:
