@@ -137,27 +137,30 @@ def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def _scope_types(model: onnx.ModelProto) -> tuple[Types, dict[tuple[str, str], Types]]:
     """What is known of the values of the main graph (with its subgraphs) and of each model-local
-    function, the latter inferred from the function's first call site in the main graph whose
-    input types are known."""
+    function, the latter inferred from the function's first call site (in the main graph, or in a
+    function already inferred) with the types known there."""
     main = _collect(_infer(model).graph)
     local: dict[tuple[str, str], Types] = {}
     functions = {(f.domain, f.name): f for f in model.functions if not _is_body(f)}
-    for call in walk_nodes(model.graph.node):
-        function = functions.get((call.domain, call.op_type))
-        if function is None or (call.domain, call.op_type) in local:
-            continue
-        inputs = []
-        for formal, actual in zip(function.input, call.input):
-            elem, dims = main.get(actual, (0, None))
-            inputs.append(helper.make_tensor_value_info(formal, elem, dims))
-        graph = helper.make_graph(list(function.node), "scope", inputs, [])
-        scope = helper.make_model(
-            graph,
-            opset_imports=list(function.opset_import) or list(model.opset_import),
-            ir_version=model.ir_version,
-        )
-        scope.functions.extend(model.functions)
-        local[call.domain, call.op_type] = _collect(_infer(scope).graph)
+    scopes = [(walk_nodes(model.graph.node), main)]
+    while scopes:
+        nodes, types = scopes.pop()
+        for call in nodes:
+            function = functions.get((call.domain, call.op_type))
+            if function is None or (call.domain, call.op_type) in local:
+                continue
+            inputs = [
+                helper.make_tensor_value_info(formal, *types.get(actual, (0, None)))
+                for formal, actual in zip(function.input, call.input)
+            ]
+            scope = helper.make_model(
+                helper.make_graph(list(function.node), "scope", inputs, []),
+                opset_imports=list(function.opset_import) or list(model.opset_import),
+                ir_version=model.ir_version,
+            )
+            scope.functions.extend(model.functions)
+            local[call.domain, call.op_type] = _collect(_infer(scope).graph)
+            scopes.append((walk_nodes(function.node), local[call.domain, call.op_type]))
     return main, local
 
 
@@ -212,13 +215,16 @@ def _configuration(node: onnx.NodeProto, types: Types, strategy: str) -> Configu
                 "set hidden_size on the node"
             )
         attrs = dataclasses.replace(attrs, hidden_size=r_shape[2])
-    present = frozenset(name for name in given if name not in ("X", "W", "R"))
+    present = tuple(name for name in given if name not in ("X", "W", "R"))
     num_outputs = max((i + 1 for i, name in enumerate(node.output) if name), default=1)
-    return Configuration(attrs, present, num_outputs, dtype)
+    try:
+        return Configuration(attrs, present, num_outputs, dtype)
+    except ValueError as error:  # an element type the op does not admit (bfloat16, ...)
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _overload(configuration: Configuration) -> str:
-    """A short stable key naming one configuration (a digest of the frozen dataclass)."""
+    """A short stable key naming one configuration (a digest of the frozen dataclass's repr)."""
     digest = hashlib.sha256(repr(configuration).encode()).hexdigest()[:12]
     return f"{configuration.attrs.direction}_{digest}"
 

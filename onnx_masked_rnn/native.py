@@ -54,6 +54,7 @@ from onnx_masked_rnn.functions import (
     nothing_processed,
     to_function_proto,
 )
+from onnx_masked_rnn.functions.masked_scan import effective_mask
 
 __all__ = ["build_native_function"]
 
@@ -137,7 +138,9 @@ class _MaskedToNative:
         """``If`` nothing is processed, the empty result, else the native op on the compacted
         input (output ranks stated on both branches)."""
         op = self.op
-        m = self.effective_mask()
+        m = effective_mask(
+            op, self.inputs["X"], self.inputs.get("sequence_lens"), self.inputs.get("mask"), self.attrs.layout
+        )
         if m is None:
             nothing = op.Equal(op.Mul(self.T, self.N), self.zero)
             counts = None
@@ -201,22 +204,6 @@ class _MaskedToNative:
             state = op.Where(processed, state, initial)
             outputs.append(self.transpose_state(state, op) if self.batch_major else state)
         return outputs
-
-    def effective_mask(self) -> ir.Value | None:
-        """``mask AND t < sequence_lens`` as ``[T, N]`` bool; None when both are absent. A mask of
-        another shape than ``X``'s first two axes fails (no broadcast): see ``functions``."""
-        op = self.op
-        mask, lens = self.inputs.get("mask"), self.inputs.get("sequence_lens")
-        if mask is not None:
-            like_x = op.ConstantOfShape(op.Shape(self.inputs["X"], start=0, end=2), value=ir.tensor([True]))
-            mask = op.Gather(op.Concat(op.Unsqueeze(mask, [0]), op.Unsqueeze(like_x, [0]), axis=0), 0, axis=0)
-            if self.batch_major:
-                mask = op.Transpose(mask, perm=[1, 0])
-        if lens is None:
-            return mask
-        steps = op.Unsqueeze(op.Range(self.zero, self.T, self.one), [1], _outputs=["steps"])  # [T, 1]
-        within = op.Less(steps, lens)
-        return within if mask is None else op.And(mask, within)
 
     def compacted_x(self, op, m: ir.Value, rank: ir.Value, cumsum: ir.Value, counts: ir.Value) -> ir.Value:
         """``X`` time-major with each row's unmasked steps first, then its masked ones, each

@@ -367,3 +367,59 @@ def test_native_takes_hidden_size_from_the_call_site_of_a_local_function():
     model = graph_model(nodes, feeds_main, {"Y": 4, "R_out": 3}, functions=[wrapper])
     expected = [REFERENCE["MaskedGRU"](**feeds, **attrs.to_onnx())[0], other["R"]]
     check_every_path(model, feeds_main, expected, "local function")
+
+
+def test_masked_node_in_a_function_called_by_a_function():
+    """Types reach a masked node two local functions deep (``X``'s element type is needed)."""
+    attrs = parse_attributes("MaskedRNN", hidden_size=4, masked_output="carry")
+    feeds = random_inputs(attrs, 5, 3, 2, 4, rng=np.random.default_rng(11), present=("initial_h", "mask"))
+    masked = make_node(attrs, ["X", "W", "R", "initial_h", "mask"], name="masked")
+    masked.output[:] = ["y", ""]
+    imports = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    inner = helper.make_function("local", "inner", list(feeds), ["y"], [masked], imports)
+    call_inner = helper.make_node("inner", list(feeds), ["y"], domain="local")
+    outer = helper.make_function(
+        "local", "outer", list(feeds), ["y"], [call_inner], [*imports, helper.make_opsetid("local", 1)]
+    )
+    model = graph_model(
+        [helper.make_node("outer", list(feeds), ["Y"], domain="local")], feeds, {"Y": 4}, [outer, inner]
+    )
+    expected = REFERENCE["MaskedRNN"](**feeds, **attrs.to_onnx())[:1]
+    check_every_path(model, feeds, expected, "two functions deep")
+
+
+def test_shipped_suite_without_graph_optimizations():
+    """Every shipped conformance model runs in onnxruntime with its graph optimizations disabled
+    (``ORT_DISABLE_ALL``: a Scan body must state its outputs' shapes itself) and matches its
+    outputs; only onnxruntime's missing float64 LSTM/GRU/RNN kernels are let through."""
+    import json
+
+    from onnx import numpy_helper
+
+    from onnx_masked_rnn.conformance import DATA_DIR
+    from onnx_masked_rnn.conformance.backends import _ORT_NO_DOUBLE_KERNEL
+
+    cases = sorted((DATA_DIR / "node").iterdir())
+    assert len(cases) > 300
+    no_kernel = 0
+    for case in cases:
+        model = onnx.load(case / "model.onnx")
+        data = case / "test_data_set_0"
+        feeds = {
+            value.name: numpy_helper.to_array(onnx.load_tensor(data / f"input_{i}.pb"))
+            for i, value in enumerate(model.graph.input)
+        }
+        expected = [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(data.glob("output_*.pb"))]
+        try:
+            actual = run(model, feeds, optimize=False)
+        except Exception as error:
+            if _ORT_NO_DOUBLE_KERNEL.search(str(error)):
+                no_kernel += 1
+                continue
+            raise AssertionError(f"{case.name}: {error}") from None
+        tolerance = json.loads((case / "data.json").read_text())
+        for a, e in zip(actual, expected):
+            np.testing.assert_allclose(
+                a, e, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=case.name
+            )
+    assert no_kernel < len(cases) // 10

@@ -280,6 +280,33 @@ def test_function_contract(op_type, direction):
             assert onnx.defs.has(node.op_type), node.op_type
 
 
+@pytest.mark.parametrize("op_type", OP_SPECS)
+def test_portable_scan_bodies(op_type):
+    """In the portable form every Scan body reads only its own inputs (no outer-scope value), and
+    states the element type and rank of each input and output; every activation, peepholes,
+    clip, each dtype and masked_output."""
+    spec = OP_SPECS[op_type]
+    names = list(ACTIVATIONS)
+    per_direction = len(spec.default_activations)
+    for k, (mode, dtype) in enumerate(itertools.product(("zero", "carry"), (1, 10, 11))):
+        acts = [names[(k + i) % len(names)] for i in range(2 * per_direction)]
+        attrs = parse_attributes(
+            op_type, direction="bidirectional", activations=acts, clip=2.0, masked_output=mode
+        )
+        config = Configuration(attrs, tuple(spec.inputs[3:]), len(spec.outputs), dtype)
+        scans = _scans(build_scan_function(config, NEWEST, "portable"))
+        assert len(scans) == 2
+        for scan in scans:
+            body = next(a.g for a in scan.attribute if a.name == "body")
+            known = {v.name for v in body.input}
+            for node in walk_nodes(body.node):
+                assert set(filter(None, node.input)) <= known, (node.op_type, list(node.input))
+                known.update(node.output)
+            for value in (*body.input, *body.output):
+                tensor = value.type.tensor_type
+                assert tensor.elem_type and tensor.HasField("shape"), value.name
+
+
 @pytest.mark.parametrize("form", ["portable", "capture"])
 @pytest.mark.parametrize(
     ("op_type", "attributes", "matmuls", "weights"),

@@ -39,11 +39,12 @@ FLOAT_TYPES = (onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProt
 @dataclasses.dataclass(frozen=True)
 class Configuration:
     """What a masked node's body depends on: its attributes, the optional inputs it supplies
-    (``present``), how many outputs it lists, and ``X``'s element type (a ``TensorProto`` code).
-    Frozen and hashable: it keys the build cache and the function overloads."""
+    (``present``, kept in the op's input order), how many outputs it lists, and ``X``'s element
+    type (a ``TensorProto`` code). Frozen, hashable, and with a deterministic ``repr``: it keys the
+    build cache and the function overloads."""
 
     attrs: RNNAttributes
-    present: frozenset[str]
+    present: tuple[str, ...]
     num_outputs: int
     dtype: int
 
@@ -57,7 +58,7 @@ class Configuration:
     ) -> Configuration:
         """A configuration listing every output of the op unless ``num_outputs`` is given."""
         outputs = len(attrs.spec.outputs) if num_outputs is None else num_outputs
-        return cls(attrs, frozenset(present), outputs, dtype)
+        return cls(attrs, tuple(present), outputs, dtype)
 
     def __post_init__(self) -> None:
         spec = self.attrs.spec
@@ -69,6 +70,7 @@ class Configuration:
             )
         if not 1 <= self.num_outputs <= len(spec.outputs):
             raise ValueError(f"{spec.op_type} has 1 to {len(spec.outputs)} outputs, got {self.num_outputs}")
+        object.__setattr__(self, "present", tuple(n for n in spec.inputs if n in self.present))
         if self.dtype not in FLOAT_TYPES:
             name = onnx.TensorProto.DataType.Name(self.dtype) if self.dtype else "unknown"
             raise ValueError(
@@ -220,6 +222,8 @@ def recurrence(op, config: Configuration, form: str, inputs: dict[str, ir.Value]
     get = inputs.get
     X = inputs["X"]
     m = effective_mask(op, X, get("sequence_lens"), get("mask"), attrs.layout)
+    if m is not None:
+        m = op.Unsqueeze(m, [2], _outputs=["m"])  # [T, N, 1]: a step's m_t broadcasts over [N, H]
     initial = {n: get(n) for n in ("initial_h", "initial_c") if n in attrs.spec.inputs}
     if attrs.layout == 1:
         X = op.Transpose(X, perm=[1, 0, 2])

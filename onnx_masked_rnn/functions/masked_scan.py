@@ -33,7 +33,7 @@ SCAN_FORMS = ("portable", "capture")
 
 
 def effective_mask(op, X: ir.Value, sequence_lens: ir.Value | None, mask: ir.Value | None, layout: int):
-    """``[T, N, 1]`` bool, time-major whatever ``layout`` is; None when both inputs are absent.
+    """``[T, N]`` bool, time-major whatever ``layout`` is; None when both inputs are absent.
 
     ``mask`` must have exactly the shape of ``X``'s first two axes: it is concatenated, along a new
     axis, with a tensor of that shape, which fails at run time otherwise (no silent broadcast).
@@ -51,7 +51,7 @@ def effective_mask(op, X: ir.Value, sequence_lens: ir.Value | None, mask: ir.Val
         steps = op.Unsqueeze(op.Range(0, T, 1), [1])  # [T, 1]
         within = op.Less(steps, op.Unsqueeze(op.Cast(sequence_lens, to=ir.DataType.INT64), [0]))
         m = within if m is None else op.And(m, within)
-    return None if m is None else op.Unsqueeze(m, [2], _outputs=["m"])
+    return m
 
 
 def masked_scan(
