@@ -173,3 +173,16 @@ def test_invalid_filter_and_timeout_are_usage_errors(capsys: pytest.CaptureFixtu
     assert "--filter '(' is not a valid regular expression" in capsys.readouterr().err
     assert cli.main(["conformance", "--backend", "reference", "--timeout", "0"]) == 2
     assert "--timeout must be positive" in capsys.readouterr().err
+
+
+def test_an_unreadable_case_file_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    suite = _suite(tmp_path, "test_masked_rnn_batch_1", "test_masked_gru_batch_1")
+    broken = suite / "node" / "test_masked_rnn_batch_1" / "test_data_set_0" / "output_1.pb"
+    broken.write_bytes(b"\xff\xff not a tensor")
+    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"FAILED   reference: test_masked_rnn_batch_1: error: cannot read the case: {broken}: not a readable"
+        in out
+    )
+    assert out.strip().splitlines()[-1] == "1 passed, 1 failed, 0 skipped"

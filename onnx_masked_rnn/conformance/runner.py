@@ -149,8 +149,11 @@ def load_data_sets(case: TestCase) -> list[tuple[list[np.ndarray], list[np.ndarr
 
     def read(path: Path) -> np.ndarray:
         tensor = onnx.TensorProto()
-        tensor.ParseFromString(path.read_bytes())
-        return numpy_helper.to_array(tensor)
+        try:
+            tensor.ParseFromString(path.read_bytes())
+            return numpy_helper.to_array(tensor)
+        except Exception as exc:  # protobuf's DecodeError, or a tensor numpy cannot hold
+            raise ValueError(f"{path}: not a readable TensorProto: {exc}") from None
 
     data_sets = []
     for folder in sorted(Path(case.model_dir).glob("test_data_set_*")):
@@ -164,11 +167,20 @@ def load_data_sets(case: TestCase) -> list[tuple[list[np.ndarray], list[np.ndarr
 
 
 def run_case(backend: Any, case: TestCase, device: str = "CPU") -> Outcome:
-    """Prepare and run one case on ``backend`` in this process (see :func:`compare`)."""
+    """Prepare and run one case on ``backend`` in this process (see :func:`compare`). A case file
+    that cannot be read is an ``error`` naming the file."""
     import onnx
 
-    model = onnx.load(str(Path(case.model_dir) / "model.onnx"))
-    return compare(backend, model, load_data_sets(case), case.rtol, case.atol, device)
+    path = Path(case.model_dir) / "model.onnx"
+    try:
+        try:
+            model = onnx.load(str(path))
+        except Exception as exc:  # protobuf's DecodeError
+            raise ValueError(f"{path}: not a readable ONNX model: {exc}") from None
+        data_sets = load_data_sets(case)
+    except ValueError as exc:
+        return Outcome("error", f"cannot read the case: {exc}")
+    return compare(backend, model, data_sets, case.rtol, case.atol, device)
 
 
 def compare(
