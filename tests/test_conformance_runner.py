@@ -186,3 +186,11 @@ def test_an_unreadable_case_file_is_an_error_naming_it(tmp_path: Path, capsys: p
         in out
     )
     assert out.strip().splitlines()[-1] == "1 passed, 1 failed, 0 skipped"
+
+
+def test_without_backend_the_runner_uses_onnxruntime_and_the_references(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    assert cli.main(["conformance", "--filter", "^test_masked_rnn_batch_1"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[2:5]]
+    assert rows == list(runner.DEFAULT_BACKENDS) == ["onnxruntime", "reference", "onnx-reference"]
