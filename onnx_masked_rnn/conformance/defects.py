@@ -107,6 +107,22 @@ def _lstm(dtype: type = np.float32, peepholes: bool = False, **attributes: objec
     return Repro(model, list(values.values()), list(expected))
 
 
+def _lstm_batch_2_no_initial_state() -> Repro:
+    """One LSTM node, batch 2, no ``initial_h``/``initial_c`` (nor B)."""
+    from onnx_masked_rnn.reference import masked_lstm
+
+    rng = np.random.default_rng(0)
+    values = {
+        "X": rng.standard_normal((3, 2, 2)).astype(np.float32),
+        "W": rng.standard_normal((1, 12, 2)).astype(np.float32),
+        "R": rng.standard_normal((1, 12, 3)).astype(np.float32),
+    }
+    node = helper.make_node("LSTM", ["X", "W", "R"], ["Y", "Y_h", "Y_c"], hidden_size=3)
+    expected = masked_lstm(**values, hidden_size=3)
+    model = _model([node], values, dict(zip(("Y", "Y_h", "Y_c"), expected)))
+    return Repro(model, list(values.values()), list(expected))
+
+
 def _rnn(activation: str, **attributes: object) -> Repro:
     """One forward RNN node with the given activation, seq_length 3, batch 2, input 2, hidden 3."""
     from onnx_masked_rnn.reference import masked_rnn
@@ -412,6 +428,15 @@ DEFECTS: dict[str, Defect] = {
         _lstm_sequence_lens,
         message=r"tract's LSTM/GRU/RNN accept sequence_lens only as a constant",
         workaround="the Scan expansion needs no native op; the native variant is not checked on tract",
+    ),
+    "tract-lstm-batch-without-initial-state": Defect(
+        ("tract",),
+        "error",
+        "tract fails on an LSTM of batch 2 or more without initial_h/initial_c ('Clashing resolution "
+        "for expression. 1=1 != 2'); batch 1, or the initial states given, work.",
+        _lstm_batch_2_no_initial_state,
+        message=r"Clashing resolution for expression",
+        workaround="only the native variant has a plain LSTM, and it is not checked on tract",
     ),
     "tract-no-float64-sigmoid": Defect(
         ("tract",),
