@@ -60,7 +60,8 @@ def test_cli_convert_keras_file(tmp_path: Path) -> None:
 
 
 def test_cli_convert_errors(tmp_path: Path) -> None:
-    """A missing file and a model the ops cannot express: one error line each, no traceback."""
+    """A missing file, a file that is not a Keras model and a model the ops cannot express: exit
+    status 1 and one error line each, no traceback."""
     missing = subprocess.run(
         [
             sys.executable,
@@ -75,7 +76,7 @@ def test_cli_convert_errors(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert missing.returncode == 2
+    assert missing.returncode == 1
     assert "none.keras" in missing.stderr and "Traceback" not in missing.stderr
     (tmp_path / "junk.keras").write_text("not a zip")
     junk = subprocess.run(
@@ -92,7 +93,7 @@ def test_cli_convert_errors(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert junk.returncode == 2
+    assert junk.returncode == 1
     assert "junk.keras' is not a readable Keras model" in junk.stderr and "Traceback" not in junk.stderr
     inputs = keras.Input((None, 3))
     model = keras.Model(inputs, keras.layers.LSTM(4, activation="gelu", name="gelu_lstm")(inputs))
@@ -111,7 +112,7 @@ def test_cli_convert_errors(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert refused.returncode == 2
+    assert refused.returncode == 1
     assert "'gelu_lstm'" in refused.stderr and "gelu" in refused.stderr and "Traceback" not in refused.stderr
 
 
