@@ -1,0 +1,60 @@
+"""onnxruntime on the node tests the patch series adds (``test_masked_*``, ``test_scan9_*``).
+
+onnxruntime carries its own copy of onnx and cannot know the patched schemas, so it runs
+
+- every ``*_expanded*`` test as onnx generates it (the C++-built function body inlined by onnx's
+  ``expect``: standard ai.onnx ops only), and
+- every base test with that C++-built body attached as a model-local function (the node stays),
+
+against the outputs onnx's reference computed, with the test's own tolerances.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from _upstream import MASKED_OPS, PREVIEW, assert_close, run_onnxruntime, with_cpp_body
+from onnx.backend.test.case.node import collect_testcases
+
+NEW_SCAN_TESTS = ("test_scan9_reverse", "test_scan9_mixed_directions", "test_scan9_axes")
+
+
+@functools.cache
+def _cases() -> dict[str, object]:
+    cases = {}
+    for case in collect_testcases():
+        ops = {node.op_type for node in case.model.graph.node}
+        if case.name.startswith("test_masked_") or case.name in NEW_SCAN_TESTS:
+            cases[case.name] = case
+        elif ops & set(MASKED_OPS):
+            raise AssertionError(f"masked node test {case.name} does not start with test_masked_")
+    return cases
+
+
+def _names(expanded: bool) -> list[str]:
+    return sorted(n for n in _cases() if ("_expanded" in n) == expanded)
+
+
+def test_every_op_has_node_tests() -> None:
+    ops = {n.op_type for c in _cases().values() for n in c.model.graph.node if n.domain == PREVIEW}
+    assert ops == set(MASKED_OPS)
+    assert all(n.removesuffix("_expanded_ver22") in _cases() for n in _names(expanded=True))
+    assert len(_names(expanded=True)) == len(
+        [n for n in _names(expanded=False) if n.startswith("test_masked")]
+    )
+
+
+@pytest.mark.parametrize("name", _names(expanded=True))
+def test_expanded(name: str) -> None:
+    case = _cases()[name]
+    (inputs, outputs) = case.data_sets[0]
+    assert_close(run_onnxruntime(case.model, list(inputs)), list(outputs), case.rtol, case.atol)
+
+
+@pytest.mark.parametrize("name", _names(expanded=False))
+def test_base_with_cpp_body(name: str) -> None:
+    case = _cases()[name]
+    (inputs, outputs) = case.data_sets[0]
+    model = case.model if name in NEW_SCAN_TESTS else with_cpp_body(case.model)
+    assert_close(run_onnxruntime(model, list(inputs)), list(outputs), case.rtol, case.atol)
