@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+import onnx
 import pytest
 from _upstream import MASKED_OPS, PREVIEW, assert_close, run_onnxruntime, with_cpp_body
+from onnx import helper
 from onnx.backend.test.case.node import collect_testcases
 
 NEW_SCAN_TESTS = ("test_scan9_reverse", "test_scan9_mixed_directions", "test_scan9_axes")
@@ -58,3 +61,25 @@ def test_base_with_cpp_body(name: str) -> None:
     (inputs, outputs) = case.data_sets[0]
     model = case.model if name in NEW_SCAN_TESTS else with_cpp_body(case.model)
     assert_close(run_onnxruntime(model, list(inputs)), list(outputs), case.rtol, case.atol)
+
+
+def test_mask_of_another_shape_fails_at_run_time() -> None:
+    """A mask that would broadcast against X's first two axes ([T, 1] for [T, N]) is an error."""
+    node = helper.make_node("MaskedLSTM", ["X", "W", "R", "", "", "", "", "", "mask"], ["Y"], domain=PREVIEW)
+    graph = helper.make_graph(
+        [node],
+        "wrong_mask",
+        [
+            helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, ["T", "N", 2]),
+            helper.make_tensor_value_info("W", onnx.TensorProto.FLOAT, [1, 12, 2]),
+            helper.make_tensor_value_info("R", onnx.TensorProto.FLOAT, [1, 12, 3]),
+            helper.make_tensor_value_info("mask", onnx.TensorProto.BOOL, ["T", "M"]),
+        ],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = with_cpp_body(helper.make_model(graph, opset_imports=[helper.make_opsetid(PREVIEW, 1)]))
+    X = np.ones((4, 3, 2), np.float32)
+    W, R = np.ones((1, 12, 2), np.float32), np.ones((1, 12, 3), np.float32)
+    run_onnxruntime(model, [X, W, R, np.ones((4, 3), bool)])  # the right shape runs
+    with pytest.raises(Exception, match="Concat"):
+        run_onnxruntime(model, [X, W, R, np.ones((4, 1), bool)])
