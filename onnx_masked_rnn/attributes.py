@@ -96,17 +96,20 @@ OP_SPECS: dict[str, OpSpec] = {
     ),
 }
 
-# name -> (takes alpha, takes beta, default alpha, default beta), as onnxruntime's LSTM and GRU consume them:
-# each activation takes the next unused value of `activation_alpha`/`activation_beta` only when
-# it has that parameter, and falls back to the default when the list is exhausted.
+# name -> (takes alpha, takes beta, default alpha, default beta). A function that is an ONNX operator
+# has that operator's defaults (onnx.defs.get_schema(name).attributes); Affine and ScaledTanh, no
+# longer operators, have the defaults spec/semantics.md section 9 gives them (Affine: those of the
+# former experimental Affine-1; ScaledTanh-1 declared none: 1.0 and 1.0 make it Tanh). Each function
+# takes the next unused value of `activation_alpha`/`activation_beta` only when it has that
+# parameter, and its default when the list is exhausted.
 ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
     "Relu": (False, False, 0.0, 0.0),
     "Tanh": (False, False, 0.0, 0.0),
     "Sigmoid": (False, False, 0.0, 0.0),
-    "Affine": (True, True, 0.0, 0.0),
+    "Affine": (True, True, 1.0, 0.0),
     "LeakyRelu": (True, False, 0.01, 0.0),
-    "ThresholdedRelu": (True, False, 0.0, 0.0),
-    "ScaledTanh": (True, True, 0.0, 0.0),
+    "ThresholdedRelu": (True, False, 1.0, 0.0),
+    "ScaledTanh": (True, True, 1.0, 1.0),
     "HardSigmoid": (True, True, 0.2, 0.5),
     "Elu": (True, False, 1.0, 0.0),
     "Softsign": (False, False, 0.0, 0.0),

@@ -52,7 +52,8 @@ BODY_CONFIGURATIONS: dict[str, tuple[dict, frozenset[str]]] = {
     ),
 }
 
-# ONNX's definitions of the activation functions (LSTM-22's documentation), by name.
+# The activation functions' definitions (spec/semantics.md section 9), by name: the ONNX operators'
+# (ThresholdedRelu with the operator's `>`), Affine and ScaledTanh as the specification defines them.
 ACTIVATION_FORMULAS = {
     "Relu": "max(0, x)",
     "Tanh": "(1 - e^{-2x}) / (1 + e^{-2x})",
@@ -109,15 +110,25 @@ def render_function_body(op_type: str) -> str:
     )
 
 
+def activation_default_source(name: str) -> str:
+    """Where a function's parameter defaults come from: the ONNX operator of the same name (its
+    newest ai.onnx version in the installed onnx), or this specification for the two that are no
+    longer operators."""
+    if onnx.defs.has(name):
+        return f"ONNX {name}-{onnx.defs.get_schema(name).since_version}"
+    return "this specification"
+
+
 def render_activations() -> str:
     lines = [
-        "| function | definition | alpha (default) | beta (default) |",
-        "|---|---|---|---|",
+        "| function | definition | alpha (default) | beta (default) | defaults from |",
+        "|---|---|---|---|---|",
     ]
     for name, (takes_alpha, takes_beta, alpha, beta) in ACTIVATIONS.items():
         a = f"yes ({alpha:g})" if takes_alpha else "-"
         b = f"yes ({beta:g})" if takes_beta else "-"
-        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} |")
+        source = activation_default_source(name) if takes_alpha or takes_beta else "-"
+        lines.append(f"| {name} | `{ACTIVATION_FORMULAS[name]}` | {a} | {b} | {source} |")
     return "\n".join(lines) + "\n"
 
 

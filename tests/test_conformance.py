@@ -20,7 +20,7 @@ import pytest
 from onnx import numpy_helper
 
 from onnx_masked_rnn import cli
-from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, parse_node
+from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, _float32, parse_node
 from onnx_masked_rnn.conformance import DATA_DIR, runner
 from onnx_masked_rnn.conformance.generate import VARIANTS, generate
 
@@ -114,10 +114,15 @@ def _facts(case: str) -> set[str]:
         facts.add(f"{op}:input_forget={attrs.input_forget}")
     if op == "MaskedGRU":
         facts.add(f"{op}:linear_before_reset={attrs.linear_before_reset}")
+    given = {attribute.name for attribute in node.attribute}
     for act in (a for acts in attrs.activations for a in acts):
         facts.add(f"activation={act.name}")
         takes_alpha, takes_beta, alpha, beta = ACTIVATIONS[act.name]
-        if (takes_alpha and act.alpha != alpha) or (takes_beta and act.beta != beta):
+        if not (takes_alpha or takes_beta):
+            continue
+        if not {"activation_alpha", "activation_beta"} & given:
+            facts.add(f"activation={act.name}:default_parameters")
+        elif (takes_alpha and act.alpha != _float32(alpha)) or (takes_beta and act.beta != _float32(beta)):
             facts.add(f"activation={act.name}:non_default_parameters")
     if case == "test_masked_lstm_seed000_embedding_carry":
         if attrs.layout == 1 and attrs.masked_output == "carry" and _mask_patterns(mask) == {"right_padded"}:
@@ -149,7 +154,10 @@ def _required() -> set[str]:
     required |= {"MaskedGRU:linear_before_reset=0", "MaskedGRU:linear_before_reset=1"}
     required |= {f"activation={a}" for a in ACTIVATIONS}
     required |= {
-        f"activation={a}:non_default_parameters" for a, (ta, tb, *_) in ACTIVATIONS.items() if ta or tb
+        f"activation={a}:{kind}_parameters"
+        for a, (ta, tb, *_) in ACTIVATIONS.items()
+        if ta or tb
+        for kind in ("default", "non_default")
     }
     return required
 

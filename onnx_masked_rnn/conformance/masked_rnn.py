@@ -51,6 +51,15 @@ class MaskedRNN:
             _case(f"activation_{name.lower()}", T=4, N=3, mask_kind="holes", activations=[name], **params)
 
     @staticmethod
+    def export_activation_defaults() -> None:
+        """Each activation that takes alpha or beta, with neither given: the defaults of the ONNX
+        operator of the same name (ThresholdedRelu alpha 1.0, LeakyRelu 0.01, HardSigmoid 0.2 and
+        0.5, Elu 1.0), and for Affine (1.0, 0.0) and ScaledTanh (1.0, 1.0) the specification's."""
+        for name, (takes_alpha, takes_beta, _, _) in ACTIVATIONS.items():
+            if takes_alpha or takes_beta:
+                _case(f"activation_{name.lower()}_defaults", T=4, N=3, mask_kind="holes", activations=[name])
+
+    @staticmethod
     def export_activations_bidirectional() -> None:
         """Different activations per direction: LeakyRelu forward, Softsign reverse."""
         _case(

@@ -1,0 +1,71 @@
+"""``export``: a PyTorch model with masked modules (or the custom ops) to ONNX.
+
+``torch.onnx.export(..., dynamo=True)`` with :data:`~onnx_masked_rnn.torch.translations.TRANSLATIONS`
+emits one MaskedLSTM/GRU/RNN node per layer; the strategy then decides what the file holds:
+
+- ``"function"``: the masked nodes, with the model-local functions they call
+  (:func:`onnx_masked_rnn.attach_functions`); any runtime with local functions runs it.
+- ``"scan"``: the nodes replaced by the specification's Scan + Where body (standard ops only).
+- ``"native"``: the nodes replaced by the expansion onto the native LSTM/GRU/RNN kernels (standard
+  ops only; the fast deployment path on onnxruntime for LSTM and GRU; float32).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import onnx
+import torch
+
+from onnx_masked_rnn.inline import attach_functions, inline
+from onnx_masked_rnn.schemas import register_schemas
+from onnx_masked_rnn.torch.translations import TRANSLATIONS
+
+__all__ = ["STRATEGIES", "export"]
+
+STRATEGIES = ("function", "scan", "native")
+
+
+def export(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    path: str | os.PathLike | None = None,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    dynamic_shapes: Any = None,
+    strategy: str = "function",
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = None,
+) -> onnx.ModelProto:
+    """Export ``model`` called on ``args`` (and ``kwargs``) to ONNX; save it to ``path`` if given.
+
+    ``dynamic_shapes`` is ``torch.export``'s (e.g. ``{"x": {0: batch, 1: time}, "mask": {0: batch,
+    1: time}}`` with ``batch = torch.export.Dim("batch")``); example sizes of 0 or 1 on a dynamic axis
+    get specialised by ``torch.export``, so trace with at least 2. ``strategy`` is ``"function"``,
+    ``"scan"`` or ``"native"`` (see the module docstring). Put the model in ``eval()`` mode first
+    unless you mean to export dropout. Returns the model, checked by ``onnx.checker`` (full check).
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
+    register_schemas()
+    program = torch.onnx.export(
+        model,
+        args,
+        kwargs=kwargs,
+        dynamo=True,
+        dynamic_shapes=dynamic_shapes,
+        custom_translation_table=TRANSLATIONS,
+        input_names=input_names,
+        output_names=output_names,
+        opset_version=opset_version,
+        verbose=False,
+    )
+    exported = program.model_proto
+    exported = attach_functions(exported) if strategy == "function" else inline(exported, strategy)
+    onnx.checker.check_model(exported, full_check=True)
+    if path is not None:
+        onnx.save(exported, os.fspath(path))
+    return exported
