@@ -99,7 +99,7 @@ run_pytest() {  # name, then pytest arguments; run outside the source tree so on
   step "pytest: $name"
   (cd "$RESULTS" && PYTHONPATH="$SRC/tests/python:$REPO:$HERE/tests" ONNX_UPSTREAM_SRC="$SRC" \
     ALLOW_RELEASED_ONNX_OPSET_ONLY=0 \
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider --import-mode=importlib \
+    "$VENV/bin/python" -m pytest -q -p no:cacheprovider --color=no --import-mode=importlib -W ignore::RuntimeWarning \
     --junitxml="$RESULTS/$name.xml" "$@" 2>&1 | tail -5) || true
 }
 
@@ -110,6 +110,10 @@ run_pytest backend_reference "$SRC/tests/python/backend_reference_test.py" \
 run_pytest shape_inference "$SRC/tests/python/shape_inference_test.py"
 run_pytest reference_evaluator "$SRC/tests/python/reference_evaluator_test.py" \
   -k "scan or lstm or gru or rnn or masked or preview"
+# The schema registry, function bodies and checker, which every new schema goes through.
+run_pytest schemas_and_functions "$SRC/tests/python/schema_test.py" "$SRC/tests/python/function_test.py" \
+  "$SRC/tests/python/function_inference_test.py" "$SRC/tests/python/inliner_test.py" \
+  "$SRC/tests/python/checker_test.py"
 # onnxruntime on the same node tests, the cross-checks against this package, the generated docs.
 run_pytest upstream "$HERE/tests"
 

@@ -29,9 +29,10 @@ HEADINGS = {
 
 
 def section(text: str, heading: str) -> str:
-    """The section of ``text`` from ``heading`` to the next heading of the same or a higher level."""
+    """The section of ``text`` from ``heading`` to the next heading of level 2 or 3 (a line starting
+    with ``# `` may be a comment in an example's code)."""
     start = text.index(heading)
-    following = re.compile(r"^#{1,3} ", re.MULTILINE).search(text, start + len(heading))
+    following = re.compile(r"^#{2,3} ", re.MULTILINE).search(text, start + len(heading))
     return text[start : following.start() if following else len(text)].rstrip() + "\n"
 
 
