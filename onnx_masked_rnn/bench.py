@@ -8,7 +8,10 @@ reference after them, since its BLAS threads spin on after a call), after warm-u
 - ``native op``: onnxruntime's LSTM/GRU/RNN on the same work, the floor: no mask, or
   ``sequence_lens`` = each row's number of unmasked steps (so it runs as many cell steps);
 - ``native expansion``: ``inline(model, "native")``;
-- ``scan expansion``: ``inline(model, "scan")``, the specification's body;
+- ``scan expansion``: ``inline(model, "scan", scan_form="capture")``, the specification's body
+  with Scan bodies that read the weights from the enclosing graph (the form onnxruntime runs fastest);
+- ``portable scan``: ``inline(model, "scan", scan_form="portable")``, the form the specification
+  prints: the weights are pass-through Scan state;
 - ``loop (converter)``: what a converter emits today for a masked Keras layer (tf2onnx falls back to
   the TensorFlow while-loop): a ``Loop`` whose body gathers step ``t`` of ``X`` and of the mask,
   does the per-step MatMuls and gates, and keeps state and output with ``Where``;
@@ -45,7 +48,14 @@ from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
-VARIANTS = ("native op", "native expansion", "scan expansion", "loop (converter)", "numpy reference")
+VARIANTS = (
+    "native op",
+    "native expansion",
+    "scan expansion",
+    "portable scan",
+    "loop (converter)",
+    "numpy reference",
+)
 NUMPY = VARIANTS[-1]
 FLOOR = VARIANTS[0]
 DEFAULT_SHAPES = ((100, 32, 64, 128), (1000, 1, 64, 256), (50, 256, 64, 128))
@@ -77,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         type=shape,
         metavar="T,N,I,H",
-        help="shapes to time (default: the three of issue 5)",
+        help="shapes to time (default: 100,32,64,128 1000,1,64,256 50,256,64,128)",
     )
     parser.add_argument(
         "--masks", nargs="+", metavar="KIND", help=f"mask kinds (default: {' '.join(DEFAULT_MASKS)})"
@@ -275,7 +285,12 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
     else:
         from onnx_masked_rnn.inline import inline
 
-        model = inline(testing.make_model(attrs, inputs, OPSET), variant.split()[0])
+        strategy, form = {
+            "native expansion": ("native", "capture"),
+            "scan expansion": ("scan", "capture"),
+            "portable scan": ("scan", "portable"),
+        }[variant]
+        model = inline(testing.make_model(attrs, inputs, OPSET), strategy, scan_form=form)
     model = _with_initializers(
         model, inputs, [w for w in weights if any(i.name == w for i in model.graph.input)]
     )

@@ -5,22 +5,30 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
 1. move each row's unmasked steps to the front, in time order (a stable partition, by a
    ``ScatterElements`` of each step to its rank), and gather ``X`` in that order, keeping only the
    first ``max(counts)`` steps: no row processes more;
-2. run the native op with ``sequence_lens`` = each row's count of unmasked steps. It computes the
-   masked recurrence exactly: a masked step leaves the state untouched, so dropping it changes
-   nothing, and the reverse direction runs each row from its last unmasked step down;
+2. run the native op with ``sequence_lens`` = each row's count of unmasked steps (at least 1: ONNX
+   does not define a length of 0, so a row with nothing to process runs one step whose results
+   are discarded). It computes the masked recurrence exactly: a masked step leaves the state
+   untouched, so dropping it changes nothing, and the reverse direction runs each row from its
+   last unmasked step down;
 3. gather ``Y`` back to the original time positions. With ``c = CumSum(m)`` (inclusive, per row),
    unmasked step ``t`` sits at compacted position ``c[t] - 1``. In ``"carry"`` mode a masked step
    holds the output of the previous processed step of its direction (forward: the last unmasked
    step before ``t``, position ``c[t] - 1``; reverse: the first one after ``t``, position
    ``c[t]``), or a zero pad row when there is none; in ``"zero"`` mode it always takes the pad;
-4. put ``initial_h``/``initial_c`` back into ``Y_h``/``Y_c`` for rows with no unmasked step (the
-   native op leaves them undefined; onnxruntime returns zeros).
+4. select ``initial_h``/``initial_c`` (zeros when absent) as ``Y_h``/``Y_c`` for rows with no
+   unmasked step.
+
+When nothing at all is processed (``batch_size`` 0, ``seq_length`` 0, or every step masked) an
+``If`` returns an empty or zero ``Y`` and the initial states instead: the native op never sees a
+sequence of length 0 or an empty batch. A node whose activations onnxruntime's kernels compute
+differently from the specification (``Softplus``, which overflows above about 88.7 there) gets the
+Scan body instead. ``CumSum`` is int32 (tract miscomputes it in int64).
 
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
 and into the batch-major tensors: the transposes of ``X`` and ``Y`` ride on the two gathers.
 The body is specialised in Python to the node's attributes and present inputs, with onnxscript's
-graph builder: it has no attribute references and no ``If``. Without ``mask`` and
-``sequence_lens`` it is the native op alone.
+graph builder: it has no attribute references. Without ``mask`` and ``sequence_lens`` it is the
+native op alone (inside the ``If``).
 
 onnxruntime 1.32 has no float64 kernel for LSTM, GRU or RNN on CPU: there, float64 models need the
 Scan expansion (float16 runs, computed in float32 like the reference).
@@ -29,60 +37,62 @@ Scan expansion (float16 runs, computed in float32 like the reference).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Set
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn.attributes import ACTIVATIONS, RNNAttributes
-from onnx_masked_rnn.functions import check_opset
+from onnx_masked_rnn.functions import (
+    Configuration,
+    build_scan_function,
+    check_opset,
+    declared_outputs,
+    formal_inputs,
+    nothing_processed,
+    to_function_proto,
+)
+from onnx_masked_rnn.functions.masked_scan import effective_mask
 
 __all__ = ["build_native_function"]
 
 _INT64 = ir.DataType.INT64
 _INT32 = ir.DataType.INT32
+_UNLIKE_THE_SPECIFICATION = {"Softplus"}
+"""Activations onnxruntime's LSTM/GRU/RNN kernels compute differently from the specification."""
 
 
-def build_native_function(attrs: RNNAttributes, present: Set[str], opset: int) -> onnx.FunctionProto:
-    """The native expansion of a node with attributes ``attrs`` whose present optional inputs are
-    ``present``, as a FunctionProto in :data:`DOMAIN` named after the op, using ``ai.onnx`` ops at
-    ``opset`` only.
+def build_native_function(config: Configuration, opset: int, form: str = "portable") -> onnx.FunctionProto:
+    """The native expansion of a node of configuration ``config``, as a FunctionProto in
+    :data:`DOMAIN` named after the op, using ``ai.onnx`` ops at ``opset`` only; the Scan body
+    (in ``form``) for a node with an activation in ``_UNLIKE_THE_SPECIFICATION``.
 
-    Its inputs and outputs are the op's full lists; it declares every attribute of the op but its
-    body reads none. ``attrs.hidden_size`` must be set: the native kernels need it as an attribute
-    (take it from ``R``'s shape when the node omits it).
+    Its inputs are the op's full list, its outputs the node's; it declares every attribute of the
+    op but its body reads none. ``config.attrs.hidden_size`` must be set: the native kernels need
+    it as an attribute (take it from ``R``'s shape when the node omits it).
     """
-    spec = attrs.spec
-    optional = set(spec.inputs) - {"X", "W", "R"}
-    unknown = set(present) - optional
-    if unknown:
-        raise ValueError(
-            f"present names {sorted(unknown)} that are not optional inputs of {spec.op_type} "
-            f"(those are {sorted(optional)})"
-        )
+    attrs = config.attrs
+    if any(a.name in _UNLIKE_THE_SPECIFICATION for acts in attrs.activations for a in acts):
+        return build_scan_function(config, opset, form)
     if attrs.hidden_size is None:
         raise ValueError(
-            f"the native expansion of {spec.op_type} needs attribute 'hidden_size' (the native "
+            f"the native expansion of {attrs.op_type} needs attribute 'hidden_size' (the native "
             "kernels require it); set it from the last axis of input 'R'"
         )
     check_opset(opset)
-
-    # Type what the contract fixes, so the builder types the index arithmetic (X's float type is open).
-    fixed = {"mask": ir.TensorType(ir.DataType.BOOL), "sequence_lens": ir.TensorType(_INT32)}
-    formals = [ir.Value(name=name, type=fixed.get(name)) for name in spec.inputs]
+    spec = attrs.spec
 
     def body(op, *values: ir.Value) -> list[ir.Value]:
-        inputs = {n: v for n, v in zip(spec.inputs, values) if n in {"X", "W", "R"} | set(present)}
-        return _MaskedToNative(op, attrs, inputs).outputs()
+        inputs = {n: v for n, v in zip(spec.inputs, values) if n in {"X", "W", "R"} | set(config.present)}
+        every_output = dataclasses.replace(config, num_outputs=len(spec.outputs))
+        return _MaskedToNative(op, every_output, inputs).outputs()[: config.num_outputs]
 
-    function = build_function(body, formals, domain=DOMAIN, name=spec.op_type, opset_imports={"": opset})
-    for value, name in zip(function.outputs, spec.outputs):
-        value.name = name
-    proto = ir.serde.serialize_function(function)
-    proto.attribute.extend(spec.attribute_names)
-    return proto
+    function = build_function(
+        body, formal_inputs(config), domain=DOMAIN, name=spec.op_type, opset_imports={"": opset}
+    )
+    return to_function_proto(function, config, f"the native expansion of {attrs.op_type}")
 
 
 def _ambiguous_rnn_parameters(attrs: RNNAttributes) -> bool:
@@ -107,15 +117,14 @@ class _MaskedToNative:
     """Builds the body with ``op`` (an onnxscript OpBuilder). Index tensors are time-major
     ``[T, N]`` throughout; ``layout`` only changes how ``X``, ``Y`` and the states are addressed."""
 
-    def __init__(self, op, attrs: RNNAttributes, inputs: dict[str, ir.Value]) -> None:
-        self.op, self.attrs, self.inputs = op, attrs, inputs
-        self.batch_major = attrs.layout == 1
+    def __init__(self, op, config: Configuration, inputs: dict[str, ir.Value]) -> None:
+        self.op, self.config, self.attrs, self.inputs = op, config, config.attrs, inputs
+        self.dtype = ir.DataType(config.dtype)
+        self.batch_major = config.attrs.layout == 1
         dims = op.Shape(inputs["X"])
-        dims.type = ir.TensorType(_INT64)  # not inferred: X's type is open
         self.T = op.Gather(dims, 1 if self.batch_major else 0, _outputs=["T"])  # scalars
         self.N = op.Gather(dims, 0 if self.batch_major else 1, _outputs=["N"])
-        self.steps = op.Unsqueeze(op.Range(0, self.T, 1), [1], _outputs=["steps"])  # [T, 1]
-        self.rows = op.Range(0, self.N, 1, _outputs=["rows"])  # [N]
+        self.zero, self.one = op.Constant(value_int=0), op.Constant(value_int=1)
         # initial_h/initial_c direction-major [D, N, H] (absent: None)
         self.initial = {
             name: self.transpose_state(inputs[name]) if self.batch_major else inputs[name]
@@ -124,63 +133,85 @@ class _MaskedToNative:
         }
 
     def outputs(self) -> list[ir.Value]:
+        """``If`` nothing is processed, the empty result, else the native op on the compacted
+        input (output ranks stated on both branches)."""
         op = self.op
-        m = self.effective_mask()
-        if m is None:  # nothing is masked: the native op is the whole story
-            Y, *states = self.native(self.time_major(self.inputs["X"]), None)
-            if self.batch_major:
-                return [op.Transpose(Y, perm=[2, 0, 1, 3])] + [self.transpose_state(s) for s in states]
-            return [op.Identity(v) for v in (Y, *states)]
+        m = effective_mask(
+            op, self.inputs["X"], self.inputs.get("sequence_lens"), self.inputs.get("mask"), self.attrs.layout
+        )
+        if m is None:
+            nothing = op.Equal(op.Mul(self.T, self.N), self.zero)
+            counts = None
+        else:
+            m_int = op.Cast(m, to=_INT64)
+            counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
+            nothing = op.Equal(op.ReduceSum(counts, keepdims=0), self.zero)
+        spec = self.attrs.spec
+        empty = op.builder.subgraph(
+            lambda op: nothing_processed(op, self.config, self.inputs),
+            [],
+            declared_outputs(self.config),
+            name="nothing_processed",
+        )
+        declared = declared_outputs(self.config)
+        if m is None:
+            work = op.builder.subgraph(lambda op: self.unmasked(op), [], declared, name="native")
+        else:
+            work = op.builder.subgraph(lambda op: self.masked(op, m, counts), [], declared, name="compacted")
+        return op.If(nothing, then_branch=empty, else_branch=work, _outputs=list(spec.outputs))
 
+    def unmasked(self, op) -> list[ir.Value]:
+        """Nothing masked: the native op is the whole story."""
+        Y, *states = self.native(op, self.time_major(op, self.inputs["X"]), None)
+        if self.batch_major:
+            return [op.Transpose(Y, perm=[2, 0, 1, 3])] + [self.transpose_state(s, op) for s in states]
+        return [op.Identity(v) for v in (Y, *states)]
+
+    def masked(self, op, m: ir.Value, counts: ir.Value) -> list[ir.Value]:
+        """The four steps of the module docstring; at least one row processes a step."""
         m_int = op.Cast(m, to=_INT64)
-        cumsum = op.CumSum(m_int, 0, _outputs=["cumsum"])  # [T, N]: unmasked steps up to t, included
-        counts = op.Gather(cumsum, -1, axis=0, _outputs=["counts"])  # [N]: unmasked steps per row
-        rank = op.Sub(cumsum, 1, _outputs=["rank"])  # an unmasked step's position once compacted
+        # [T, N]: unmasked steps up to t. CumSum in int32 (tract miscomputes it in int64); the
+        # indices in int64 (onnxruntime's Gather is slower with int32 ones).
+        cumsum = op.Cast(
+            op.CumSum(op.Cast(m, to=_INT32), op.Constant(value_int=0)), to=_INT64, _outputs=["cumsum"]
+        )
+        rank = op.Sub(cumsum, self.one, _outputs=["rank"])  # an unmasked step's position once compacted
+        lens = op.Cast(op.Max(counts, self.one), to=_INT32)  # a row with no unmasked step runs one, discarded
         if "mask" in self.inputs:
-            X, lens = self.compacted_x(m, rank, cumsum, counts), op.Cast(counts, to=_INT32)
+            X = self.compacted_x(op, m, rank, cumsum, counts)
         else:  # sequence_lens alone: every row is compact already
-            X, lens = self.time_major(self.inputs["X"]), self.inputs["sequence_lens"]
-        Y_compact, *states = self.native(X, lens, outputs=["Y_compact", "Y_h_native", "Y_c_native"])
+            X = self.time_major(op, self.inputs["X"])
+        Y_compact, *states = self.native(op, X, lens)
 
         # Y[t, d, n] = padded[source[t, d, n], d, n], with the pad row last (source -1):
         # one Gather on `padded` flattened to [(T+1)·D·N, H], addressed by source·D·N + d·N + n.
         padded = op.Pad(Y_compact, [0, 0, 0, 0, 1, 0, 0, 0], _outputs=["padded"])  # zeros
-        D = self.attrs.num_directions
+        D = op.Constant(value_int=self.attrs.num_directions)
         lanes = op.Mul(self.N, D)
         flat = op.Add(
-            op.Mul(self.source_steps(m_int, rank, cumsum, counts), lanes),
-            op.Reshape(op.Range(0, lanes, 1), [D, -1]),
+            op.Mul(self.source_steps(op, m_int, rank, cumsum, counts), lanes),
+            op.Reshape(op.Range(self.zero, lanes, self.one), [self.attrs.num_directions, -1]),
             _outputs=["Y_rows"],
         )
         if self.batch_major:
             flat = op.Transpose(flat, perm=[2, 0, 1])
-        Y = op.Gather(op.Flatten(padded, axis=3), flat, axis=0, _outputs=["Y"])
+        outputs = [op.Gather(op.Flatten(padded, axis=3), flat, axis=0, _outputs=["Y_gathered"])]
 
-        # A row with no unmasked step keeps its initial state (the native op leaves it undefined).
-        outputs = [Y]
-        if self.initial:
-            processed = op.Unsqueeze(op.Greater(counts, 0), [1])  # [N, 1]: broadcasts over [D, N, H]
+        # A row with no unmasked step keeps its initial state (zeros when absent).
+        processed = op.Unsqueeze(op.Greater(counts, self.zero), [1])  # [N, 1]: broadcasts over [D, N, H]
         for state, name in zip(states, ("initial_h", "initial_c")):
-            if name in self.initial:
-                state = op.Where(processed, state, self.initial[name])
-            outputs.append(self.transpose_state(state) if self.batch_major else op.Identity(state))
+            initial = self.initial.get(name)
+            if initial is None:
+                initial = op.Constant(value=ir.tensor(np.zeros(1, dtype=self.dtype.numpy())))
+            state = op.Where(processed, state, initial)
+            outputs.append(self.transpose_state(state, op) if self.batch_major else state)
         return outputs
 
-    def effective_mask(self) -> ir.Value | None:
-        """``mask AND t < sequence_lens`` as ``[T, N]`` bool; None when both are absent."""
-        op = self.op
-        mask, lens = self.inputs.get("mask"), self.inputs.get("sequence_lens")
-        if mask is not None and self.batch_major:
-            mask = op.Transpose(mask, perm=[1, 0])
-        if lens is None:
-            return mask
-        within = op.Less(self.steps, op.Cast(lens, to=_INT64))
-        return within if mask is None else op.And(mask, within)
-
-    def compacted_x(self, m: ir.Value, rank: ir.Value, cumsum: ir.Value, counts: ir.Value) -> ir.Value:
+    def compacted_x(self, op, m: ir.Value, rank: ir.Value, cumsum: ir.Value, counts: ir.Value) -> ir.Value:
         """``X`` time-major with each row's unmasked steps first, then its masked ones, each
         group in time order (a stable sort of the steps by ``!m``)."""
-        op, steps, rows = self.op, self.steps, self.rows
+        steps = op.Unsqueeze(op.Range(self.zero, self.T, self.one), [1])  # [T, 1]
+        rows = op.Range(self.zero, self.N, self.one)  # [N]
         # Step t moves to its rank among the unmasked steps, or, after all of them, its rank among
         # the masked ones (t - cumsum[t] masked steps precede it).
         destination = op.Where(m, rank, op.Add(counts, op.Sub(steps, cumsum)), _outputs=["destination"])
@@ -190,51 +221,52 @@ class _MaskedToNative:
         )
         order = op.ScatterElements(source, destination, source, axis=0)
         # Only the first max(counts) compacted steps are ever processed.
-        order = op.Slice(order, [0], op.ReduceMax(counts, keepdims=1), [0], _outputs=["order"])
+        longest = op.ReduceMax(counts, keepdims=1)
+        order = op.Slice(
+            order, op.Reshape(self.zero, [1]), longest, op.Reshape(self.zero, [1]), _outputs=["order"]
+        )
         return op.Gather(op.Flatten(self.inputs["X"], axis=2), order, axis=0, _outputs=["X_compact"])
 
-    def source_steps(self, m_int: ir.Value, rank: ir.Value, cumsum: ir.Value, counts: ir.Value) -> ir.Value:
+    def source_steps(
+        self, op, m_int: ir.Value, rank: ir.Value, cumsum: ir.Value, counts: ir.Value
+    ) -> ir.Value:
         """``[T, D, N]``: the compacted step whose output ``Y`` holds at each step, per direction;
         -1 (the pad row) where there is none."""
-        op = self.op
         directions = {"forward": ["forward"], "reverse": ["reverse"], "bidirectional": ["forward", "reverse"]}
+        minus_one = op.Neg(self.one)
         sources = []
         for direction in directions[self.attrs.direction]:
             if self.attrs.masked_output == "zero":  # an unmasked step's own output, else the pad
-                source = op.Sub(op.Mul(m_int, cumsum), 1)
+                source = op.Sub(op.Mul(m_int, cumsum), self.one)
             elif direction == "forward":  # the last unmasked step at or before t
                 source = rank
             else:  # the first unmasked step at or after t
                 following = op.Sub(cumsum, m_int)
-                source = op.Where(op.Less(following, counts), following, -1)
+                source = op.Where(op.Less(following, counts), following, minus_one)
             sources.append(op.Unsqueeze(source, [1]))
         return sources[0] if len(sources) == 1 else op.Concat(*sources, axis=1)
 
-    def native(
-        self, X: ir.Value, lens: ir.Value | None, outputs: int | list[str] | None = None
-    ) -> list[ir.Value]:
+    def native(self, op, X: ir.Value, lens: ir.Value | None) -> list[ir.Value]:
         """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``."""
-        spec = self.attrs.spec
         given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
-        outputs = len(spec.outputs) if outputs is None else outputs[: len(spec.outputs)]
         if _ambiguous_rnn_parameters(self.attrs):
-            return self.native_per_direction(given)
-        return self.native_op(self.attrs, given, outputs)
+            return self.native_per_direction(op, given)
+        return self.native_op(op, self.attrs, given, len(self.attrs.spec.outputs))
 
     def native_op(
-        self, attrs: RNNAttributes, given: dict[str, ir.Value | None], outputs: int | list[str]
+        self, op, attrs: RNNAttributes, given: dict[str, ir.Value | None], outputs: int
     ) -> list[ir.Value]:
+        """The native op, every attribute explicit (``activation_alpha``/``beta`` included)."""
         spec = attrs.spec
         args = [given.get(name) for name in spec.inputs[: spec.mask_index]]
         while args[-1] is None:
             args.pop()
         attributes = attrs.to_onnx(include_masked_output=False) | {"layout": 0}
-        return getattr(self.op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
+        return getattr(op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
 
-    def native_per_direction(self, given: dict[str, ir.Value | None]) -> list[ir.Value]:
+    def native_per_direction(self, op, given: dict[str, ir.Value | None]) -> list[ir.Value]:
         """A bidirectional RNN as a forward and a reverse RNN, each with its own weights and
         activation (see :func:`_ambiguous_rnn_parameters`), concatenated."""
-        op = self.op
         halves = []
         for d, direction in enumerate(("forward", "reverse")):
             one = dataclasses.replace(
@@ -244,12 +276,12 @@ class _MaskedToNative:
                 name: op.Slice(given[name], [d], [d + 1], [0]) if given.get(name) is not None else None
                 for name in ("W", "R", "B", "initial_h")
             }
-            halves.append(self.native_op(one, {**given, **weights}, 2))
+            halves.append(self.native_op(op, one, {**given, **weights}, 2))
         (Y_f, Y_h_f), (Y_b, Y_h_b) = halves
         return [op.Concat(Y_f, Y_b, axis=1), op.Concat(Y_h_f, Y_h_b, axis=0)]
 
-    def time_major(self, X: ir.Value) -> ir.Value:
-        return self.op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X
+    def time_major(self, op, X: ir.Value) -> ir.Value:
+        return op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X
 
-    def transpose_state(self, state: ir.Value) -> ir.Value:
-        return self.op.Transpose(state, perm=[1, 0, 2])
+    def transpose_state(self, state: ir.Value, op=None) -> ir.Value:
+        return (op or self.op).Transpose(state, perm=[1, 0, 2])

@@ -6,7 +6,8 @@ and ``<!-- END GENERATED name -->`` markers, written here from the code so they 
 - ``schema`` (each op): the ``docs/Operators.md`` entry, rendered by onnx's own ``gen_doc`` from the
   registered OpSchema (summary, version, attributes, inputs, outputs, type constraints);
 - ``function-body`` (each op): the Scan + Where function of one representative configuration,
-  built by ``onnx_masked_rnn.functions.build_scan_function`` and printed in onnx text syntax;
+  built by ``onnx_masked_rnn.functions.build_scan_function`` in the portable Scan form and printed
+  in onnx text syntax;
 - ``activations`` (``semantics.md``): the activation functions and their alpha/beta defaults.
 
 Usage: ``python scripts/update_spec.py`` rewrites the files; ``--check`` only reports stale files
@@ -97,16 +98,17 @@ def body_attributes(op_type: str) -> RNNAttributes:
 
 def render_function_body(op_type: str) -> str:
     """The representative configuration's function body in onnx text syntax."""
-    from onnx_masked_rnn.functions import build_scan_function
+    from onnx_masked_rnn.functions import Configuration, build_scan_function
 
     attributes, present = BODY_CONFIGURATIONS[op_type]
     attrs = body_attributes(op_type)
-    function = build_scan_function(attrs, present, FUNCTION_OPSET)
+    function = build_scan_function(Configuration.of(attrs, present), FUNCTION_OPSET, "portable")
     shown = ", ".join(f"{k}={v!r}" for k, v in attributes.items()) or "all defaults"
     supplied = ", ".join(n for n in OP_SPECS[op_type].inputs if n in present)
     return (
-        f"Configuration: attributes {shown}; optional inputs supplied: {supplied}; "
-        f"ai.onnx opset {FUNCTION_OPSET}.\n\n```\n{onnx.printer.to_text(function).strip()}\n```\n"
+        f"Configuration: attributes {shown}; optional inputs supplied: {supplied}; X float; "
+        f"ai.onnx opset {FUNCTION_OPSET}; the portable Scan form (typed body inputs and outputs, "
+        f"no outer-scope reads).\n\n```\n{onnx.printer.to_text(function).strip()}\n```\n"
     )
 
 

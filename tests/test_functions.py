@@ -7,7 +7,7 @@ onnxruntime on ``attach_functions(model)`` and on ``inline(model, "scan")``, and
 ``onnx.reference.ReferenceEvaluator`` on the inlined model, must equal the reference. X holds NaN
 at every masked step, which must reach no output. The ReferenceEvaluator's Scan refuses Scan's
 direction attributes, which the reverse direction uses: for those cases it gets a Scan that
-honours them (:class:`Scan` below).
+honours them (:class:`onnx_masked_rnn.testing.Scan`).
 
 Tolerances (``assert_allclose``): float32 rtol 1e-4, atol 1e-5; float64 rtol 1e-9, atol 1e-12.
 alpha, beta and clip are dyadic, so their float32 attribute encoding is exact in float64 too.
@@ -25,7 +25,6 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
-from onnx.reference.ops.op_scan import Scan as OnnxReferenceScan
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import DOMAIN, attach_functions, inline
@@ -37,8 +36,8 @@ from onnx_masked_rnn.attributes import (
     OP_SPECS,
     parse_attributes,
 )
-from onnx_masked_rnn.functions import MIN_OPSET, build_scan_function, max_opset
-from onnx_masked_rnn.testing import make_model, random_inputs
+from onnx_masked_rnn.functions import MIN_OPSET, Configuration, build_scan_function, max_opset
+from onnx_masked_rnn.testing import Scan, make_model, random_inputs
 
 T, N, I, H = 5, 3, 4, 6
 NEWEST = max_opset()
@@ -161,9 +160,15 @@ def prepared(case: Case) -> tuple[onnx.ModelProto, dict[str, np.ndarray], tuple[
     return make_model(attrs, inputs, case.opset), inputs, expected
 
 
-def run_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+def run_onnxruntime(
+    model: onnx.ModelProto, inputs: dict[str, np.ndarray], optimize: bool = True
+) -> list[np.ndarray]:
+    """onnxruntime with its graph optimizations (``optimize``) or none (``ORT_DISABLE_ALL``, where
+    a Scan body must state the shapes of its outputs itself)."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
@@ -177,54 +182,33 @@ def check(oracle: str, case: Case, actual, expected) -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_onnxruntime_attached(case):
     model, inputs, expected = prepared(case)
-    attached = attach_functions(model)
-    onnx.checker.check_model(attached, full_check=True)
-    check("onnxruntime, attach_functions", case, run_onnxruntime(attached, inputs), expected)
+    for form in ("capture", "portable"):
+        attached = attach_functions(model, scan_form=form)
+        onnx.checker.check_model(attached, full_check=True)
+        for optimize in (True, False):
+            actual = run_onnxruntime(attached, inputs, optimize)
+            check(f"onnxruntime, attach_functions {form} optimize={optimize}", case, actual, expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_onnxruntime_inlined(case):
     model, inputs, expected = prepared(case)
-    inlined = inline(model, "scan")
-    onnx.checker.check_model(inlined, full_check=True)
-    check("onnxruntime, inline scan", case, run_onnxruntime(inlined, inputs), expected)
-
-
-class Scan(OnnxReferenceScan):
-    """onnx.reference's Scan plus ``scan_input_directions``/``scan_output_directions``, which it
-    refuses ("Scan is not implemented for other output input_direction than 0"): a reversed scan
-    input is read back to front, a reversed scan output written back to front. Only used to
-    run the reverse direction of the bodies in the ReferenceEvaluator."""
-
-    op_domain = ""
-    _DIRECTIONS = ("scan_input_directions", "scan_output_directions")
-
-    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict) -> None:
-        node = onnx.NodeProto()
-        node.CopyFrom(onnx_node)
-        self.directions = {a.name: list(a.ints) for a in node.attribute if a.name in self._DIRECTIONS}
-        kept = [a for a in node.attribute if a.name not in self._DIRECTIONS]
-        del node.attribute[:]
-        node.attribute.extend(kept)
-        super().__init__(node, run_params)
-
-    def _run(self, *args, **kwargs):
-        states = len(args) - self.num_scan_inputs
-
-        def flip(values, directions):
-            return [v[::-1] if i >= states and directions[i - states] else v for i, v in enumerate(values)]
-
-        inputs = self.directions.get("scan_input_directions", [0] * self.num_scan_inputs)
-        outputs = super()._run(*flip(args, inputs), **kwargs)
-        return tuple(flip(outputs, self.directions.get("scan_output_directions", [0] * len(outputs))))
+    for form in ("capture", "portable"):
+        inlined = inline(model, "scan", scan_form=form)
+        onnx.checker.check_model(inlined, full_check=True)
+        for optimize in (True, False):
+            actual = run_onnxruntime(inlined, inputs, optimize)
+            check(f"onnxruntime, inline scan {form} optimize={optimize}", case, actual, expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_reference_evaluator_inlined(case):
-    """onnx's ReferenceEvaluator runs the inlined body; the reverse direction needs the Scan above."""
+    """onnx's ReferenceEvaluator runs the inlined portable body; the reverse direction needs
+    testing.Scan."""
     model, inputs, expected = prepared(case)
     reverse = dict(case.attributes)["direction"] != "forward"
-    evaluator = ReferenceEvaluator(inline(model, "scan"), new_ops=[Scan] if reverse else None)
+    inlined = inline(model, "scan", scan_form="portable")
+    evaluator = ReferenceEvaluator(inlined, new_ops=[Scan] if reverse else None)
     check("onnx ReferenceEvaluator, inline scan", case, evaluator.run(None, inputs), expected)
 
 
@@ -241,7 +225,7 @@ def test_reference_evaluator_scan_lacks_directions():
 
 
 def _scans(function: onnx.FunctionProto) -> list[onnx.NodeProto]:
-    return [n for n in function.node if n.op_type == "Scan"]
+    return [n for n in walk_nodes(function.node) if n.op_type == "Scan"]
 
 
 @pytest.mark.parametrize("op_type", OP_SPECS)
@@ -252,7 +236,7 @@ def test_function_contract(op_type, direction):
     spec = OP_SPECS[op_type]
     attrs = parse_attributes(op_type, direction=direction, clip=3.0)
     for opset in (MIN_OPSET, NEWEST):
-        function = build_scan_function(attrs, frozenset(spec.inputs[3:]), opset)
+        function = build_scan_function(Configuration.of(attrs, frozenset(spec.inputs[3:])), opset)
         assert (function.domain, function.name) == (DOMAIN, op_type)
         assert tuple(function.input) == spec.inputs
         assert tuple(function.output) == spec.outputs
@@ -266,49 +250,81 @@ def test_function_contract(op_type, direction):
             assert onnx.defs.has(node.op_type), node.op_type
 
 
+@pytest.mark.parametrize("op_type", OP_SPECS)
+def test_portable_scan_bodies(op_type):
+    """In the portable form every Scan body reads only its own inputs (no outer-scope value), and
+    states the element type and rank of each input and output; every activation, peepholes,
+    clip, each dtype and masked_output."""
+    spec = OP_SPECS[op_type]
+    names = list(ACTIVATIONS)
+    per_direction = len(spec.default_activations)
+    for k, (mode, dtype) in enumerate(itertools.product(("zero", "carry"), (1, 10, 11))):
+        acts = [names[(k + i) % len(names)] for i in range(2 * per_direction)]
+        attrs = parse_attributes(
+            op_type, direction="bidirectional", activations=acts, clip=2.0, masked_output=mode
+        )
+        config = Configuration(attrs, tuple(spec.inputs[3:]), len(spec.outputs), dtype)
+        scans = _scans(build_scan_function(config, NEWEST, "portable"))
+        assert len(scans) == 2
+        for scan in scans:
+            body = next(a.g for a in scan.attribute if a.name == "body")
+            known = {v.name for v in body.input}
+            for node in walk_nodes(body.node):
+                assert set(filter(None, node.input)) <= known, (node.op_type, list(node.input))
+                known.update(node.output)
+            for value in (*body.input, *body.output):
+                tensor = value.type.tensor_type
+                assert tensor.elem_type and tensor.HasField("shape"), value.name
+
+
+@pytest.mark.parametrize("form", ["portable", "capture"])
 @pytest.mark.parametrize(
-    ("op_type", "attributes", "matmuls"),
+    ("op_type", "attributes", "matmuls", "weights"),
     [
-        ("MaskedLSTM", {}, 2),  # i, o, f (activation f) and c (activation g)
-        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 2),
-        ("MaskedGRU", {"linear_before_reset": 1}, 2),  # z, r (activation f) and h (activation g)
-        ("MaskedGRU", {"linear_before_reset": 0}, 2),
-        ("MaskedRNN", {}, 1),
+        ("MaskedLSTM", {}, 2, 2),  # i, o, f (activation f) and c (activation g); R_iof, R_c
+        ("MaskedLSTM", {"clip": 1.0, "input_forget": 1}, 2, 2),
+        ("MaskedGRU", {"linear_before_reset": 1}, 2, 3),  # z, r (activation f) and h; R_zr, R_h, Rb_h
+        ("MaskedGRU", {"linear_before_reset": 0}, 2, 2),
+        ("MaskedRNN", {}, 1, 1),
     ],
 )
-def test_scan_body_is_lean(op_type, attributes, matmuls):
+def test_scan_body_is_lean(op_type, attributes, matmuls, weights, form):
     """The step computes H·Rᵀ in one MatMul per activation (so no Split of a product of all
     gates), no transposes, and nothing that does not depend on the state: X·Wᵀ + Wb + Rb is
-    computed before the Scan. The step's output is not an Identity copy of the state: one Where
-    per state, and one more for the step's output in "zero" mode (the default)."""
+    computed before the Scan. The only copies are the portable form's pass-through weights: one
+    Where per state, and one more for the step's output in "zero" mode (the default)."""
     attrs = parse_attributes(op_type, **attributes)
-    (scan,) = _scans(build_scan_function(attrs, frozenset({"B", "mask"}), MIN_OPSET))
+    config = Configuration.of(attrs, frozenset({"B", "mask"}))
+    (scan,) = _scans(build_scan_function(config, MIN_OPSET, form))
     body = next(a.g for a in scan.attribute if a.name == "body")
     ops = [n.op_type for n in walk_nodes(body.node)]
     assert ops.count("MatMul") == matmuls
-    assert "Transpose" not in ops and "Gather" not in ops and "Identity" not in ops
+    assert "Transpose" not in ops and "Gather" not in ops
+    assert ops.count("Identity") == (weights if form == "portable" else 0)
     assert ops.count("Where") == (2 if op_type == "MaskedLSTM" else 1) + (attrs.masked_output == "zero")
     assert ops.count("Split") == (0 if op_type == "MaskedRNN" else 1)
 
 
 def test_reverse_uses_scan_directions():
     attrs = parse_attributes("MaskedRNN", direction="bidirectional")
-    forward, backward = _scans(build_scan_function(attrs, frozenset(), MIN_OPSET))
+    forward, backward = _scans(build_scan_function(Configuration.of(attrs, frozenset()), MIN_OPSET))
     directions = {a.name: list(a.ints) for a in backward.attribute if a.name.endswith("directions")}
-    assert directions == {"scan_input_directions": [1, 1], "scan_output_directions": [1]}
+    assert directions == {"scan_input_directions": [1], "scan_output_directions": [1]}
     directions = {a.name: list(a.ints) for a in forward.attribute if a.name.endswith("directions")}
-    assert directions == {"scan_input_directions": [0, 0], "scan_output_directions": [0]}
+    assert directions == {"scan_input_directions": [0], "scan_output_directions": [0]}
 
 
 @pytest.mark.parametrize("opset", [MIN_OPSET - 1, NEWEST + 1])
 def test_unsupported_opset_is_refused(opset):
     with pytest.raises(ValueError, match=f"ai.onnx opset {opset} is not supported"):
-        build_scan_function(parse_attributes("MaskedRNN"), frozenset(), opset)
+        build_scan_function(Configuration.of(parse_attributes("MaskedRNN"), frozenset()), opset)
 
 
 def test_unknown_present_input_is_refused():
     with pytest.raises(ValueError, match="initial_c"):
-        build_scan_function(parse_attributes("MaskedGRU"), frozenset({"initial_c"}), MIN_OPSET)
+        build_scan_function(
+            Configuration.of(parse_attributes("MaskedGRU"), frozenset({"initial_c"})), MIN_OPSET
+        )
 
 
 @pytest.mark.parametrize("opset", range(MIN_OPSET, NEWEST + 1))

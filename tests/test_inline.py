@@ -19,6 +19,7 @@ from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, RNNAttributes, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET, max_opset
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
 from onnx_masked_rnn.testing import make_model, make_node, random_inputs, value_info
 
 T, N, I, H = 6, 3, 4, 5
@@ -179,7 +180,7 @@ def test_two_configurations_of_one_op():
         node(a, ["X", "W", "R", "B", "initial_h", "mask"], ["Y_a", "Y_h_a"], "gru_a"),
         helper.make_node("GRU", ["X", "W", "R"], ["Y_native"], hidden_size=H),  # a standard op stays
         make_node(b, ["X", "W", "R", "sequence_lens"], name="gru_b"),
-        node(a, ["X", "W", "R", "B", "initial_h", "mask"], ["Y_a2", ""], "gru_a2"),
+        node(a, ["X", "W", "R", "B", "initial_h", "mask"], ["Y_a2", "Y_h_a2"], "gru_a2"),
     ]
     nodes[2].input[:] = ["X", "W2", "R2", "", "lens"]
     nodes[2].output[:] = ["Y_b", "Y_h_b"]
@@ -189,8 +190,8 @@ def test_two_configurations_of_one_op():
     expected_b = REFERENCE["MaskedGRU"](
         feeds["X"], feeds["W2"], feeds["R2"], sequence_lens=feeds["lens"], **b.to_onnx()
     )
-    names = ["Y_a", "Y_h_a", "Y_b", "Y_h_b", "Y_a2"]
-    expected = [*expected_a, *expected_b, expected_a[0]]
+    names = ["Y_a", "Y_h_a", "Y_b", "Y_h_b", "Y_a2", "Y_h_a2"]
+    expected = [*expected_a, *expected_b, *expected_a]
     model = model_of(nodes, feeds, {n: e.shape for n, e in zip(names, expected)})
     both_paths(model, feeds, expected, "two configurations")
     attached = attach_functions(model)
@@ -309,15 +310,15 @@ def test_native_strategy_dispatches(monkeypatch):
 
     calls = []
 
-    def fake(attrs, present, opset):
-        calls.append((attrs.op_type, attrs.direction, present, opset))
-        return build_scan_function(attrs, present, opset)
+    def fake(config, opset, form):
+        calls.append((config.attrs.op_type, config.attrs.direction, config.present, opset, form))
+        return build_scan_function(config, opset, form)
 
     monkeypatch.setattr(native, "build_native_function", fake)
     attrs = parse_attributes("MaskedLSTM", direction="bidirectional", hidden_size=H)
     feeds = lstm_inputs(attrs, seed=9)
     inlined = inline(make_model(attrs, feeds, MIN_OPSET), "native")
-    assert calls == [("MaskedLSTM", "bidirectional", frozenset({"B", "mask"}), MIN_OPSET)]
+    assert calls == [("MaskedLSTM", "bidirectional", ("B", "mask"), MIN_OPSET, DEFAULT_SCAN_FORM)]
     assert_standard(inlined)
 
 

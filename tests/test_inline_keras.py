@@ -18,8 +18,8 @@ from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET
 from onnx_masked_rnn.testing import make_mask, make_model
 
-if keras.backend.backend() != "torch":
-    pytest.skip("these cases assert the torch backend's 'carry' mode", allow_module_level=True)
+# conftest.py sets KERAS_BACKEND=torch before any import of keras: these cases assert that backend.
+assert keras.backend.backend() == "torch", keras.backend.backend()
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning"

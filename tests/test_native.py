@@ -20,7 +20,9 @@ import pytest
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import testing
+from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPECS, parse_attributes
+from onnx_masked_rnn.functions import Configuration
 from onnx_masked_rnn.native import build_native_function
 
 OPS = tuple(OP_SPECS)
@@ -39,7 +41,17 @@ def _session(model: onnx.ModelProto) -> ort.InferenceSession:
 def _native_model(attrs, inputs: dict[str, np.ndarray], opset: int = 21) -> onnx.ModelProto:
     """The one-node model with the native expansion attached as its model-local function."""
     present = frozenset(inputs) - {"X", "W", "R"}
-    model = testing.make_model(attrs, inputs, opset, [build_native_function(attrs, present, opset)])
+    model = testing.make_model(
+        attrs,
+        inputs,
+        opset,
+        [
+            build_native_function(
+                Configuration.of(attrs, present, onnx.helper.np_dtype_to_tensor_dtype(inputs["X"].dtype)),
+                opset,
+            )
+        ],
+    )
     onnx.checker.check_model(model, full_check=True)
     return model
 
@@ -186,7 +198,7 @@ def test_through_inline(op_type: str) -> None:
         inputs = testing.random_inputs(attrs, 6, 3, 2, 4, rng=rng, mask_kind="holes")
         inlined = inline(testing.make_model(attrs, inputs), "native")
         onnx.checker.check_model(inlined, full_check=True)
-        op_types = {(node.domain, node.op_type) for node in inlined.graph.node}
+        op_types = {(node.domain, node.op_type) for node in walk_nodes(inlined.graph.node)}
         assert ("", OP_SPECS[op_type].onnx_op_type) in op_types
         assert all(domain in ("", "ai.onnx") for domain, _ in op_types), op_types
         _check(_session(inlined), attrs, inputs, f"inline {direction} layout={layout}")
@@ -196,7 +208,7 @@ def test_function_contract() -> None:
     """Full input/output lists, every attribute declared, no attribute references, ai.onnx only; no
     mask and no sequence_lens: the native op alone."""
     attrs = parse_attributes("MaskedGRU", hidden_size=3, layout=1, masked_output="carry")
-    function = build_native_function(attrs, frozenset({"B", "mask"}), 18)
+    function = build_native_function(Configuration.of(attrs, frozenset({"B", "mask"})), 18)
     spec = OP_SPECS["MaskedGRU"]
     assert (function.domain, function.name) == ("io.onnx_masked_rnn", "MaskedGRU")
     assert tuple(function.input) == spec.inputs
@@ -205,27 +217,25 @@ def test_function_contract() -> None:
     assert [(o.domain, o.version) for o in function.opset_import] == [("", 18)]
     assert all(node.domain == "" for node in function.node)
     assert not any(a.ref_attr_name for node in function.node for a in node.attribute)
-    plain = build_native_function(parse_attributes("MaskedLSTM", hidden_size=3), frozenset({"B"}), 21)
-    assert [
-        n.op_type
-        for n in plain.node
-        if n.op_type not in ("Constant", "Shape", "Gather", "Range", "Unsqueeze")
-    ] == [
-        "LSTM",
-        "Identity",
-        "Identity",
-        "Identity",
-    ]
+    plain = build_native_function(
+        Configuration.of(parse_attributes("MaskedLSTM", hidden_size=3), frozenset({"B"})), 21
+    )
+    (choice,) = [n for n in plain.node if n.op_type == "If"]
+    branches = {a.name: [n.op_type for n in a.g.node if n.op_type != "Constant"] for a in choice.attribute}
+    assert branches["else_branch"] == ["LSTM", "Identity", "Identity", "Identity"]
+    assert "LSTM" not in branches["then_branch"]  # nothing to process: no native op
 
 
 def test_errors_name_the_problem() -> None:
     attrs = parse_attributes("MaskedLSTM", hidden_size=3)
     with pytest.raises(ValueError, match="hidden_size"):
-        build_native_function(parse_attributes("MaskedLSTM"), frozenset(), 21)
+        build_native_function(Configuration.of(parse_attributes("MaskedLSTM"), frozenset()), 21)
     with pytest.raises(ValueError, match="initial_c"):
-        build_native_function(parse_attributes("MaskedGRU", hidden_size=3), frozenset({"initial_c"}), 21)
+        build_native_function(
+            Configuration.of(parse_attributes("MaskedGRU", hidden_size=3), frozenset({"initial_c"})), 21
+        )
     with pytest.raises(ValueError, match="opset"):
-        build_native_function(attrs, frozenset(), 17)
+        build_native_function(Configuration.of(attrs, frozenset()), 17)
 
 
 @pytest.mark.parametrize("op_type", OPS)
@@ -310,4 +320,4 @@ def test_rnn_parameters_of_one_direction(activations, alpha, beta, rnn_nodes, la
     inputs = testing.random_inputs(attrs, 5, 3, 2, 4, rng=rng, present=("B", "initial_h", "mask"))
     model = _native_model(attrs, inputs)
     _check(_session(model), attrs, inputs, "native expansion, RNN parameters per direction")
-    assert sum(node.op_type == "RNN" for node in model.functions[0].node) == rnn_nodes
+    assert sum(node.op_type == "RNN" for node in walk_nodes(model.functions[0].node)) == rnn_nodes
