@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,10 @@ _DELEGATED = {
         "differential fuzz: random cases through every path, compared with the numpy reference",
     ),
     "bench": ("onnx_masked_rnn.bench", "time the expansions against the native kernels, side by side"),
+    "convert": (
+        "onnx_masked_rnn.keras.cli",
+        "convert a Keras 3 model (.keras) with masked recurrent layers to ONNX",
+    ),
 }
 
 
@@ -82,15 +85,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _check_filter(args: argparse.Namespace) -> None:
-    if getattr(args, "filter", None) is not None:
-        try:
-            re.compile(args.filter)
-        except re.error as exc:
-            prog = f"onnx-masked-rnn {args.command}"
-            _Parser(prog=prog).error(f"argument --filter: invalid regular expression {args.filter!r}: {exc}")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onnx-masked-rnn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,7 +109,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     refuses): one line on stderr naming the file or argument, no traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _check_filter(args)
     prefix = f"onnx-masked-rnn {args.command}: error:"
     try:
         return int(args.func(args) or 0)

@@ -198,8 +198,7 @@ def _configuration(node: onnx.NodeProto, types: Types, strategy: str) -> Configu
     for name, (elem, _) in known.items():
         expected = wanted.get(name, dtype)
         if elem and elem != expected:
-            names = (onnx.TensorProto.DataType.Name(t).lower() for t in (elem, expected))
-            got, want = names
+            got, want = (onnx.TensorProto.DataType.Name(t).lower() for t in (elem, expected))
             what = "X's element type" if name not in wanted else "the op's type constraint"
             raise ValueError(f"{where}: input {name!r} ({given[name]!r}) is {got}, expected {want} ({what})")
     try:

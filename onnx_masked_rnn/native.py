@@ -22,7 +22,7 @@ When nothing at all is processed (``batch_size`` 0, ``seq_length`` 0, or every s
 ``If`` returns an empty or zero ``Y`` and the initial states instead: the native op never sees a
 sequence of length 0 or an empty batch. A node whose activations onnxruntime's kernels compute
 differently from the specification (``Softplus``, which overflows above about 88.7 there) gets the
-Scan body instead. Index arithmetic is int32 (tract miscomputes an int64 ``CumSum``).
+Scan body instead. ``CumSum`` is int32 (tract miscomputes it in int64).
 
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
 and into the batch-major tensors: the transposes of ``X`` and ``Y`` ride on the two gathers.
@@ -115,18 +115,16 @@ def _ambiguous_rnn_parameters(attrs: RNNAttributes) -> bool:
 
 class _MaskedToNative:
     """Builds the body with ``op`` (an onnxscript OpBuilder). Index tensors are time-major
-    ``[T, N]`` int32 throughout; ``layout`` only changes how ``X``, ``Y`` and the states are
-    addressed."""
+    ``[T, N]`` throughout; ``layout`` only changes how ``X``, ``Y`` and the states are addressed."""
 
     def __init__(self, op, config: Configuration, inputs: dict[str, ir.Value]) -> None:
         self.op, self.config, self.attrs, self.inputs = op, config, config.attrs, inputs
         self.dtype = ir.DataType(config.dtype)
         self.batch_major = config.attrs.layout == 1
-        dims = op.Cast(op.Shape(inputs["X"]), to=_INT32)
+        dims = op.Shape(inputs["X"])
         self.T = op.Gather(dims, 1 if self.batch_major else 0, _outputs=["T"])  # scalars
         self.N = op.Gather(dims, 0 if self.batch_major else 1, _outputs=["N"])
-        zero, one = op.Constant(value_int=0), op.Constant(value_int=1)
-        self.zero, self.one = op.Cast(zero, to=_INT32), op.Cast(one, to=_INT32)
+        self.zero, self.one = op.Constant(value_int=0), op.Constant(value_int=1)
         # initial_h/initial_c direction-major [D, N, H] (absent: None)
         self.initial = {
             name: self.transpose_state(inputs[name]) if self.batch_major else inputs[name]
@@ -145,7 +143,7 @@ class _MaskedToNative:
             nothing = op.Equal(op.Mul(self.T, self.N), self.zero)
             counts = None
         else:
-            m_int = op.Cast(m, to=_INT32)
+            m_int = op.Cast(m, to=_INT64)
             counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
             nothing = op.Equal(op.ReduceSum(counts, keepdims=0), self.zero)
         spec = self.attrs.spec
@@ -171,10 +169,14 @@ class _MaskedToNative:
 
     def masked(self, op, m: ir.Value, counts: ir.Value) -> list[ir.Value]:
         """The four steps of the module docstring; at least one row processes a step."""
-        m_int = op.Cast(m, to=_INT32)
-        cumsum = op.CumSum(m_int, self.zero, _outputs=["cumsum"])  # [T, N]: unmasked steps up to t
+        m_int = op.Cast(m, to=_INT64)
+        # [T, N]: unmasked steps up to t. CumSum in int32 (tract miscomputes it in int64); the
+        # indices in int64 (onnxruntime's Gather is slower with int32 ones).
+        cumsum = op.Cast(
+            op.CumSum(op.Cast(m, to=_INT32), op.Constant(value_int=0)), to=_INT64, _outputs=["cumsum"]
+        )
         rank = op.Sub(cumsum, self.one, _outputs=["rank"])  # an unmasked step's position once compacted
-        lens = op.Max(counts, self.one)  # a row with no unmasked step runs one, discarded below
+        lens = op.Cast(op.Max(counts, self.one), to=_INT32)  # a row with no unmasked step runs one, discarded
         if "mask" in self.inputs:
             X = self.compacted_x(op, m, rank, cumsum, counts)
         else:  # sequence_lens alone: every row is compact already
@@ -184,7 +186,7 @@ class _MaskedToNative:
         # Y[t, d, n] = padded[source[t, d, n], d, n], with the pad row last (source -1):
         # one Gather on `padded` flattened to [(T+1)·D·N, H], addressed by source·D·N + d·N + n.
         padded = op.Pad(Y_compact, [0, 0, 0, 0, 1, 0, 0, 0], _outputs=["padded"])  # zeros
-        D = op.Cast(op.Constant(value_int=self.attrs.num_directions), to=_INT32)
+        D = op.Constant(value_int=self.attrs.num_directions)
         lanes = op.Mul(self.N, D)
         flat = op.Add(
             op.Mul(self.source_steps(op, m_int, rank, cumsum, counts), lanes),

@@ -2,7 +2,7 @@
 ``Bidirectional`` with ``return_sequences``).
 
 Every layer runs with ``return_sequences=True, return_state=True``; its weights are converted by
-``oracles.keras_to_onnx`` and the reference runs in ``layout=1`` (Keras is batch-major). The
+``onnx_masked_rnn.keras`` and the reference runs in ``layout=1`` (Keras is batch-major). The
 outputs and the final states must agree.
 """
 
@@ -14,8 +14,8 @@ import keras
 import numpy as np
 import pytest
 from oracles import REFERENCE, assert_close
-from oracles.keras_to_onnx import convert_layer, initial_state_to_onnx, outputs_to_keras
 
+from onnx_masked_rnn.keras import convert_layer, initial_state_to_onnx, outputs_to_keras
 from onnx_masked_rnn.testing import make_mask
 
 # conftest.py sets KERAS_BACKEND=torch before any import of keras: these cases assert that backend.

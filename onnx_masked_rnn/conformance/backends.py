@@ -5,7 +5,10 @@ arrays (in order) to its output arrays; ``supports_device(device)``; a backend r
 ``unittest.SkipTest(reason)`` from ``prepare`` for a model it does not claim to run (onnx's own
 backend-test runner treats that exception the same way). Built in:
 
-- ``onnxruntime``: an ``onnxruntime.InferenceSession`` on the CPU.
+- ``onnxruntime``: an ``onnxruntime.InferenceSession`` on the CPU, graph optimizations enabled;
+  ``onnxruntime-noopt``: the same with them disabled (``ORT_DISABLE_ALL``).
+- ``openvino``: OpenVINO's CPU plugin, inference precision pinned to float32.
+- ``tract``: tract's ONNX loader and runtime.
 - ``reference``: the numpy reference of this package; it runs models whose graph is one masked node
   and skips the expanded variants (standard-op graphs, for which it has no implementation).
 - ``onnx-reference``: ``onnx.reference.ReferenceEvaluator`` with ``reference.OPS``: masked nodes
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import unittest
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -33,9 +35,20 @@ from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
+from onnx_masked_rnn.conformance.outcomes import ORT_NO_FLOAT64_KERNEL
 from onnx_masked_rnn.reference import FUNCTIONS
 
-__all__ = ["BUILTIN", "OnnxReferenceBackend", "OnnxRuntimeBackend", "ReferenceBackend", "resolve"]
+__all__ = [
+    "BUILTIN",
+    "OnnxReferenceBackend",
+    "OnnxRuntimeBackend",
+    "OnnxRuntimeNoOptBackend",
+    "OpenVINOBackend",
+    "ReferenceBackend",
+    "TractBackend",
+    "missing_package",
+    "resolve",
+]
 
 
 class _Rep:
@@ -54,17 +67,16 @@ class _CPUBackend:
         return device == "CPU"
 
 
-# onnxruntime's CPU LSTM/GRU/RNN kernels are float-only, though ONNX defines them for double too.
-_ORT_NO_DOUBLE_KERNEL = re.compile(
-    r"(LSTM|GRU|RNN) operator does not support double|Could not find an implementation for (LSTM|GRU|RNN)\("
-)
+# The name tests/test_bodies.py imports; the patterns live with the other runtimes' in ``outcomes``.
+_ORT_NO_DOUBLE_KERNEL = ORT_NO_FLOAT64_KERNEL
 
 
 class OnnxRuntimeBackend(_CPUBackend):
-    """onnxruntime ``InferenceSession`` on ``CPUExecutionProvider``, one intra-op thread.
+    """onnxruntime ``InferenceSession`` on ``CPUExecutionProvider``, one intra-op thread, every
+    graph optimization enabled (onnxruntime's default)."""
 
-    A double-precision graph that fails for want of a double LSTM/GRU/RNN kernel is skipped
-    with that reason (an onnxruntime limitation, not a fault of the graph)."""
+    requires = "onnxruntime"
+    optimization_level = "ORT_ENABLE_ALL"
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
@@ -72,26 +84,62 @@ class OnnxRuntimeBackend(_CPUBackend):
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, cls.optimization_level)
         options.log_severity_level = 4  # errors come back as exceptions; do not log them too
-        double = model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
-
-        def guard(step: Callable[[], Any]) -> Any:
-            try:
-                return step()
-            except Exception as exc:
-                if double and _ORT_NO_DOUBLE_KERNEL.search(str(exc)):
-                    raise unittest.SkipTest(
-                        "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
-                    ) from None
-                raise
-
-        session = guard(
-            lambda: ort.InferenceSession(
-                model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-            )
-        )
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
-        return _Rep(lambda inputs: guard(lambda: session.run(None, dict(zip(names, inputs)))))
+        return _Rep(lambda inputs: session.run(None, dict(zip(names, inputs))))
+
+
+class OnnxRuntimeNoOptBackend(OnnxRuntimeBackend):
+    """onnxruntime with graph optimizations disabled (``ORT_DISABLE_ALL``): the graph as written,
+    without the constant folding and shape propagation that can hide a graph's omissions."""
+
+    optimization_level = "ORT_DISABLE_ALL"
+
+
+class OpenVINOBackend(_CPUBackend):
+    """OpenVINO's CPU plugin through its ONNX frontend, one thread, inference precision pinned to
+    float32 (``INFERENCE_PRECISION_HINT``: the plugin otherwise computes in bfloat16 or float16
+    where the processor has them)."""
+
+    requires = "openvino"
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        import openvino as ov
+
+        core = ov.Core()
+        config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+        compiled = core.compile_model(core.read_model(model.SerializeToString()), "CPU", config)
+        # By name: OpenVINO drops graph inputs that no computation uses.
+        names = [i.name for i in model.graph.input]
+        kept = {name for port in compiled.inputs for name in port.get_names()}
+
+        def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            results = compiled({n: v for n, v in zip(names, inputs) if n in kept})
+            return [results[output] for output in compiled.outputs]
+
+        return _Rep(run)
+
+
+class TractBackend(_CPUBackend):
+    """tract (sonos/tract, its ``tract`` Python package): ``onnx().load(path).into_model()
+    .into_runnable()``, the pipeline its documentation gives."""
+
+    requires = "tract"
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        import tempfile
+
+        import tract
+
+        with tempfile.TemporaryDirectory() as folder:  # tract loads ONNX from a path only
+            path = os.path.join(folder, "model.onnx")
+            onnx.save(model, path)
+            runnable = tract.onnx().load(path).into_model().into_runnable()
+        return _Rep(lambda inputs: [t.to_numpy() for t in runnable.run(inputs)])
 
 
 class ReferenceBackend(_CPUBackend):
@@ -187,9 +235,20 @@ class OnnxReferenceBackend(_CPUBackend):
 
 BUILTIN: dict[str, Any] = {
     "onnxruntime": OnnxRuntimeBackend,
+    "onnxruntime-noopt": OnnxRuntimeNoOptBackend,
+    "openvino": OpenVINOBackend,
+    "tract": TractBackend,
     "reference": ReferenceBackend,
     "onnx-reference": OnnxReferenceBackend,
 }
+
+
+def missing_package(spec: str) -> str | None:
+    """The Python package a built-in backend needs and that is not installed, or None."""
+    import importlib.util
+
+    package = getattr(BUILTIN.get(spec), "requires", None)
+    return package if package and importlib.util.find_spec(package) is None else None
 
 
 def resolve(spec: str) -> Any:
@@ -200,6 +259,9 @@ def resolve(spec: str) -> Any:
     ``onnxruntime.backend`` otherwise refuses every model with a custom domain.
     """
     if spec in BUILTIN:
+        package = missing_package(spec)
+        if package:
+            raise ValueError(f"--backend {spec!r} needs the {package!r} package: pip install {package}")
         return BUILTIN[spec]
     module_name, _, attr = spec.partition(":")
     os.environ.setdefault("ALLOW_RELEASED_ONNX_OPSET_ONLY", "0")

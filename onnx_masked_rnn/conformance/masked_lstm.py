@@ -69,7 +69,7 @@ class MaskedLSTM:
         )
         _case("sequence_lens_and_mask", T=4, N=3, sequence_lens=[3, 4, 2], direction="bidirectional")
         _case(
-            "sequence_lens_and_mask_state",
+            "sequence_lens_and_mask_carry",
             T=4,
             N=3,
             sequence_lens=[0, 4, 3],
@@ -165,7 +165,7 @@ class MaskedLSTM:
         _case("batch_1", N=1, T=4, direction="bidirectional")
         _case("seq_length_1", T=1, N=3, direction="bidirectional", masked_output="zero")
         _case(
-            "larger_batchwise_state",
+            "larger_batchwise_carry",
             T=7,
             N=4,
             I=3,

@@ -1,0 +1,160 @@
+"""The known limitations: for each runtime (and variant of it) the tests check, every case of the
+shipped suite that does not pass, its outcome and the defects behind it (``defects.DEFECTS``).
+
+The list is data, ``known_limitations.json`` beside this module, with the runtime versions it was
+measured with. ``python -m onnx_masked_rnn.conformance.limitations`` runs the suite on the checked
+backends and rewrites it, refusing when an outcome matches no defect (find the defect, write its
+repro in ``defects.py``, then rerun). Read the diff before committing it. With ``--markdown`` it
+prints the list as the tables of ``docs/runtimes.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onnx_masked_rnn.conformance import DATA_DIR
+from onnx_masked_rnn.conformance.defects import DEFECTS
+from onnx_masked_rnn.conformance.outcomes import STATUSES, Outcome
+
+__all__ = ["CHECKED", "PATH", "explain", "load", "markdown", "observed", "plan", "variant_of", "versions"]
+
+PATH = Path(__file__).parent / "known_limitations.json"
+
+# backend -> the variants of the suite checked on it: the Scan expansion everywhere, the native
+# expansion where the runtime runs it, the masked node where the runtime has local functions.
+CHECKED: dict[str, tuple[str, ...]] = {
+    "onnxruntime": ("base", "expanded", "native"),
+    "onnxruntime-noopt": ("base", "expanded", "native"),
+    "openvino": ("expanded", "native"),
+    "tract": ("expanded",),
+}
+
+_PACKAGES = {
+    "onnxruntime": "onnxruntime",
+    "onnxruntime-noopt": "onnxruntime",
+    "openvino": "openvino",
+    "tract": "tract",
+}
+
+
+def variant_of(case: str) -> str:
+    """``base``, ``expanded`` or ``native``: which variant of its case a suite folder holds."""
+    return (
+        "native"
+        if case.endswith("_expanded_native")
+        else "expanded"
+        if case.endswith("_expanded")
+        else "base"
+    )
+
+
+def versions() -> dict[str, str]:
+    """The installed version of each checked runtime."""
+    return {package: version(package) for package in sorted(set(_PACKAGES.values()))}
+
+
+def load() -> dict[str, Any]:
+    """``{"versions": {package: version}, "checked": CHECKED, "counts": {backend: {variant:
+    {status: n}}}, "backends": {backend: {case: {"status": ..., "defects": [...]}}}}``."""
+    return json.loads(PATH.read_text())
+
+
+def observed(results: dict[str, list[tuple[str, Outcome]]]) -> dict[str, dict[str, str]]:
+    """``{backend: {case: status}}`` of every case that did not pass."""
+    return {
+        backend: {name: o.status for name, o in outcomes if o.status != "passed"}
+        for backend, outcomes in results.items()
+    }
+
+
+def explain(backend: str, case: str, outcome: Outcome, data_dir: Path = DATA_DIR) -> list[str]:
+    """The defects (``DEFECTS`` keys) that account for ``outcome`` of ``case`` on ``backend``."""
+    from types import SimpleNamespace
+
+    from onnx_masked_rnn.conformance.runner import load_data_sets
+
+    case_dir = Path(data_dir) / "node" / case
+    model = onnx.load(str(case_dir / "model.onnx"))
+    inputs: list[np.ndarray] = load_data_sets(SimpleNamespace(model_dir=case_dir))[0][0]
+    return [key for key, defect in DEFECTS.items() if defect.explains(backend, outcome, model, inputs)]
+
+
+def plan(data_dir: Path = DATA_DIR) -> dict[str, list[Any]]:
+    """The cases :data:`CHECKED` asks for, per backend (``runner.run_plan`` runs them)."""
+    from onnx_masked_rnn.conformance.runner import load_cases
+
+    cases = load_cases(data_dir)
+    return {
+        backend: [c for c in cases if variant_of(c.name) in variants] for backend, variants in CHECKED.items()
+    }
+
+
+def markdown(data: dict[str, Any] | None = None) -> str:
+    """The list as the Markdown tables of ``docs/runtimes.md``: counts per runtime and variant,
+    then each defect with its cases."""
+    data = data or load()
+    statuses = ", ".join(STATUSES)
+    lines = [f"| runtime | variant | {' | '.join(STATUSES)} |", "|---|---|" + "---|" * len(STATUSES)]
+    for backend, variants in data["counts"].items():
+        for variant, tally in variants.items():
+            lines.append(f"| {backend} | {variant} | " + " | ".join(str(tally[s]) for s in STATUSES) + " |")
+    lines += ["", f"({statuses}: see ``outcomes``; versions: {data['versions']})", ""]
+    used = {
+        key: {b: sum(key in e["defects"] for e in cases.values()) for b, cases in data["backends"].items()}
+        for key in DEFECTS
+    }
+    lines += ["| defect | outcome | cases (runtime: count) | what |", "|---|---|---|---|"]
+    for key, defect in DEFECTS.items():
+        if any(used[key].values()):
+            shown = ", ".join(f"{b}: {n}" for b, n in used[key].items() if n)
+            lines.append(f"| `{key}` | {defect.status} | {shown} | {defect.summary} |")
+    lines += ["", "| defect | outcome | what | why no checked case shows it |", "|---|---|---|---|"]
+    for key, defect in DEFECTS.items():
+        if not any(used[key].values()):
+            lines.append(f"| `{key}` | {defect.status} | {defect.summary} | {defect.workaround} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from onnx_masked_rnn.conformance.runner import run_plan
+
+    if (argv if argv is not None else sys.argv[1:]) == ["--markdown"]:
+        print(markdown())
+        return 0
+
+    listing: dict[str, dict[str, dict[str, Any]]] = {}
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    unexplained = []
+    for backend, results in run_plan(plan(), progress=sys.stderr.isatty()).items():
+        listing[backend] = {}
+        counts[backend] = {}
+        for name, outcome in results:
+            tally = counts[backend].setdefault(variant_of(name), dict.fromkeys(STATUSES, 0))
+            tally[outcome.status] += 1
+        seconds = {v: sum(o.seconds for n, o in results if variant_of(n) == v) for v in counts[backend]}
+        print(f"{backend}: " + ", ".join(f"{v} {t:.1f} s" for v, t in seconds.items()))
+        for name, outcome in results:
+            if outcome.status == "passed":
+                continue
+            defects = explain(backend, name, outcome)
+            if not defects:
+                unexplained.append(f"{backend}: {name}: {outcome.status}: {outcome.detail}")
+            listing[backend][name] = {"status": outcome.status, "defects": defects}
+    if unexplained:
+        print("no defect explains:\n" + "\n".join(unexplained), file=sys.stderr)
+        return 1
+    data = {"versions": versions(), "checked": CHECKED, "counts": counts, "backends": listing}
+    PATH.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {PATH}: " + ", ".join(f"{b} {len(v)} cases" for b, v in listing.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

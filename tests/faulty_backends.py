@@ -1,0 +1,43 @@
+"""Backends that misbehave on purpose, for the conformance runner's tests: each runs models on
+onnxruntime, except on a MaskedGRU case, where it dies, hangs or raises as its name says."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import onnx
+
+from onnx_masked_rnn.conformance.backends import OnnxRuntimeBackend
+
+
+def _is_gru(model: onnx.ModelProto) -> bool:
+    return "MaskedGRU" in model.SerializeToString().decode("latin-1")
+
+
+class _Faulty(OnnxRuntimeBackend):
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> Any:
+        if _is_gru(model):
+            cls.misbehave()
+        return super().prepare(model, device)
+
+
+class Segfaulting(_Faulty):
+    @staticmethod
+    def misbehave() -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class Hanging(_Faulty):
+    @staticmethod
+    def misbehave() -> None:
+        time.sleep(3600)
+
+
+class Raising(_Faulty):
+    @staticmethod
+    def misbehave() -> None:
+        raise RuntimeError("Exception from src/frontend/op.cpp:12:\nthe runtime cannot build this graph")

@@ -1,0 +1,83 @@
+"""The suite on onnxruntime (graph optimizations on and off), OpenVINO and tract matches the
+known-limitations list exactly, and every runtime defect the list names still reproduces with its
+plain-ONNX repro. A new failure, a case that now passes, a changed outcome or a fixed defect
+fails a test: update ``known_limitations.json`` (``python -m onnx_masked_rnn.conformance.limitations``)
+and ``docs/runtimes.md`` then."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnx_masked_rnn.conformance import limitations
+from onnx_masked_rnn.conformance.defects import DEFECTS, reproduce
+from onnx_masked_rnn.conformance.runner import compare, run_plan
+
+KNOWN = limitations.load()
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    """The checked variants of the shipped suite on the four runtimes, all at once (one worker
+    process per runtime)."""
+    return run_plan(limitations.plan())
+
+
+@pytest.mark.parametrize("backend", list(limitations.CHECKED))
+def test_suite_matches_the_known_limitations(results: dict, backend: str) -> None:
+    listed = {case: entry["status"] for case, entry in KNOWN["backends"][backend].items()}
+    seen = limitations.observed({backend: results[backend]})[backend]
+    details = dict(results[backend])
+    new = {
+        case: f"{status}: {details[case].detail}"
+        for case, status in seen.items()
+        if listed.get(case) != status
+    }
+    fixed = {case: status for case, status in listed.items() if case not in seen}
+    measured_with = KNOWN["versions"]
+    assert not new and not fixed, (
+        f"{backend} ({limitations.versions()}; the list was measured with {measured_with}): "
+        f"not as listed: {new}; listed but now passing: {fixed}"
+    )
+
+
+@pytest.mark.parametrize("backend", list(limitations.CHECKED))
+def test_each_listed_case_is_explained_by_its_defects(results: dict, backend: str) -> None:
+    """The defects the list names for a case are the ones whose signature (outcome, message,
+    model) matches what the case did."""
+    wrong = {}
+    for case, outcome in results[backend]:
+        entry = KNOWN["backends"][backend].get(case)
+        if entry and entry["status"] == outcome.status:
+            explained = limitations.explain(backend, case, outcome)
+            if explained != entry["defects"] or not explained:
+                wrong[case] = (entry["defects"], explained)
+    assert not wrong, wrong
+
+
+def test_the_list_names_defects_that_exist_and_uses_them() -> None:
+    used = {d for cases in KNOWN["backends"].values() for entry in cases.values() for d in entry["defects"]}
+    assert used <= set(DEFECTS), used - set(DEFECTS)
+    # a defect no checked case shows is kept only with the reason (the package avoids it, or the
+    # variant that meets it is not checked on that runtime)
+    unused = {key for key, defect in DEFECTS.items() if key not in used and not defect.workaround}
+    assert not unused, f"no listed case shows {unused}: remove them or list their cases"
+    assert KNOWN["checked"] == {b: list(v) for b, v in limitations.CHECKED.items()}
+
+
+REPROS = [(key, backend) for key, d in DEFECTS.items() for backend in d.backends]
+
+
+@pytest.mark.parametrize(("key", "backend"), REPROS, ids=[f"{k}-{b}" for k, b in REPROS])
+def test_each_runtime_defect_reproduces(key: str, backend: str) -> None:
+    """The repro shows the defect on the runtime (same outcome, same message) and passes on a
+    witness backend, so the model and its expected outputs are right."""
+    from onnx_masked_rnn.conformance.backends import resolve
+
+    defect = DEFECTS[key]
+    repro = defect.repro()
+    outcome = reproduce(key, backend)
+    assert defect.explains(backend, outcome, repro.model, repro.inputs), (key, backend, outcome)
+    witness = compare(
+        resolve(defect.witness), repro.model, [(repro.inputs, repro.expected)], repro.rtol, repro.atol
+    )
+    assert witness.status == "passed", (defect.witness, witness)
