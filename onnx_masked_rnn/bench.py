@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         type=shape,
         metavar="T,N,I,H",
-        help="shapes to time (default: the three of issue 5)",
+        help="shapes to time (default: 100,32,64,128 1000,1,64,256 50,256,64,128)",
     )
     parser.add_argument(
         "--masks", nargs="+", metavar="KIND", help=f"mask kinds (default: {' '.join(DEFAULT_MASKS)})"

@@ -12,6 +12,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
+
+from onnx_masked_rnn.functions import SCAN_FORMS
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
 
 # subcommand -> (module that implements it, one-line help)
 _DELEGATED = {
@@ -19,18 +23,54 @@ _DELEGATED = {
         "onnx_masked_rnn.conformance.runner",
         "run the conformance suite on one or all backends; ends with 'N passed, N failed'",
     ),
+    "fuzz": (
+        "onnx_masked_rnn.fuzz",
+        "differential fuzz: random cases through every path, compared with the numpy reference",
+    ),
     "bench": ("onnx_masked_rnn.bench", "time the expansions against the native kernels, side by side"),
+    "convert": (
+        "onnx_masked_rnn.keras.cli",
+        "convert a Keras 3 model (.keras) with masked recurrent layers to ONNX",
+    ),
 }
 
 
-def _inline(args: argparse.Namespace) -> int:
+def _load_model(path: str):
+    """The model in ``path``; ``ValueError`` naming the file when it is not a non-empty ONNX model."""
     import onnx
+    from google.protobuf.message import DecodeError
 
+    if Path(path).is_dir():
+        raise IsADirectoryError(21, "is a directory, not a model file", path)
+    try:
+        model = onnx.load(path)
+    except (DecodeError, RuntimeWarning, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not an ONNX model ({type(exc).__name__}: {exc})") from None
+    if not model.HasField("graph"):
+        raise ValueError(f"{path}: not an ONNX model (no graph; is the file empty?)")
+    return model
+
+
+def _count_masked_nodes(model) -> int:
+    from onnx_masked_rnn._domain import DOMAIN
+    from onnx_masked_rnn._walk import walk_nodes
+
+    scopes = [model.graph.node, *(f.node for f in model.functions)]
+    return sum(node.domain == DOMAIN for nodes in scopes for node in walk_nodes(nodes))
+
+
+def _inline(args: argparse.Namespace) -> int:
+    from onnx_masked_rnn._files import write_atomic
     from onnx_masked_rnn.inline import inline
 
-    model = onnx.load(args.input)
-    onnx.save(inline(model, strategy=args.strategy), args.output)
-    print(f"wrote {args.output} ({args.strategy} expansion)")
+    model = _load_model(args.input)
+    count = _count_masked_nodes(model)
+    expanded = inline(model, strategy=args.strategy, scan_form=args.scan_form)
+    write_atomic(Path(args.output), expanded.SerializeToString())
+    if count == 0:
+        print(f"{args.input} has no masked node: nothing to expand; wrote {args.output}")
+    else:
+        print(f"wrote {args.output} ({count} masked node(s), {args.strategy} expansion)")
     return 0
 
 
@@ -42,8 +82,15 @@ def _generate_tests(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr (with where to find help), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="onnx-masked-rnn", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="onnx-masked-rnn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in _DELEGATED.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -56,17 +103,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="model to read (.onnx)")
     p.add_argument("output", help="model to write (.onnx)")
     p.add_argument("--strategy", choices=("scan", "native"), default="scan", help="expansion (default: scan)")
+    p.add_argument(
+        "--scan-form",
+        choices=SCAN_FORMS,
+        default=DEFAULT_SCAN_FORM,
+        help="Scan bodies: 'portable' (weights as Scan state, typed body I/O: runs on every runtime tried) "
+        "or 'capture' (the body reads the weights from the enclosing graph: faster in onnxruntime) "
+        f"(default: {DEFAULT_SCAN_FORM})",
+    )
     p.set_defaults(func=_inline)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one subcommand. Exit status 0 on success, 2 for a usage error (bad arguments: argparse's
+    message), 1 for a failure (a file that cannot be read or written, a model or option the command
+    refuses): one line on stderr naming the file or argument, no traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prefix = f"onnx-masked-rnn {args.command}: error:"
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"onnx-masked-rnn {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"{prefix} {where}{exc.strerror or exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"{prefix} {exc}", file=sys.stderr)
+    except Exception as exc:  # the last resort: still one line, never a traceback
+        print(f"{prefix} unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

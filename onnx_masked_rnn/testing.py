@@ -11,11 +11,20 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 from onnx import helper
+from onnx.reference.ops.op_scan import Scan as _OnnxReferenceScan
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import RNNAttributes, infer_shapes
 
-MASK_KINDS = ("all_true", "right_padded", "left_padded", "holes", "one_row_masked", "all_masked")
+MASK_KINDS = (
+    "all_true",
+    "right_padded",
+    "left_padded",
+    "holes",
+    "one_row_masked",
+    "all_masked",
+    "starts_masked",
+)
 
 
 def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int = 0) -> np.ndarray:
@@ -23,7 +32,10 @@ def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int =
 
     ``right_padded``/``left_padded``: each row keeps a random-length prefix/suffix (at least one
     step, and one row of full length); ``holes``: about 30% of steps masked anywhere, every row
-    keeping at least one step; ``one_row_masked``: holes, but row 0 fully masked.
+    keeping at least one step; ``one_row_masked``: holes, but row 0 fully masked; ``starts_masked``:
+    holes, but the first step of each direction (``t = 0`` and ``t = T - 1``) masked in every row,
+    so that ``Y`` there shows what a mode writes before any processed step (every row keeps a step
+    when ``T >= 3``).
     """
     if kind not in MASK_KINDS:
         raise ValueError(f"mask kind must be one of {MASK_KINDS}, got {kind!r}")
@@ -41,6 +53,10 @@ def make_mask(kind: str, T: int, N: int, rng: np.random.Generator, layout: int =
         m[rng.integers(0, T, size=N), np.arange(N)] = True
         if kind == "one_row_masked":
             m[:, 0] = False
+        if kind == "starts_masked":
+            if T >= 3:
+                m[rng.integers(1, T - 1, size=N), np.arange(N)] = True
+            m[0] = m[-1] = False
     return m.T.copy() if layout == 1 else m
 
 
@@ -133,3 +149,32 @@ def make_model(
         functions=list(functions),
         ir_version=10,
     )
+
+
+class Scan(_OnnxReferenceScan):
+    """onnx.reference's Scan plus ``scan_input_directions``/``scan_output_directions``, which it
+    refuses ("Scan is not implemented for other output input_direction than 0"): a reversed scan
+    input is read back to front, a reversed scan output written back to front. Pass it as
+    ``ReferenceEvaluator(model, new_ops=[Scan])`` to run the bodies' reverse direction."""
+
+    op_domain = ""
+    _DIRECTIONS = ("scan_input_directions", "scan_output_directions")
+
+    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict) -> None:
+        node = onnx.NodeProto()
+        node.CopyFrom(onnx_node)
+        self.directions = {a.name: list(a.ints) for a in node.attribute if a.name in self._DIRECTIONS}
+        kept = [a for a in node.attribute if a.name not in self._DIRECTIONS]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        super().__init__(node, run_params)
+
+    def _run(self, *args, **kwargs):
+        states = len(args) - self.num_scan_inputs
+
+        def flip(values, directions):
+            return [v[::-1] if i >= states and directions[i - states] else v for i, v in enumerate(values)]
+
+        inputs = self.directions.get("scan_input_directions", [0] * self.num_scan_inputs)
+        outputs = super()._run(*flip(args, inputs), **kwargs)
+        return tuple(flip(outputs, self.directions.get("scan_output_directions", [0] * len(outputs))))

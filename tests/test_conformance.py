@@ -22,7 +22,7 @@ from onnx import numpy_helper
 from onnx_masked_rnn import cli
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, _float32, parse_node
 from onnx_masked_rnn.conformance import DATA_DIR, runner
-from onnx_masked_rnn.conformance.generate import VARIANTS, generate
+from onnx_masked_rnn.conformance.generate import MANIFEST, VARIANTS, generate
 
 NODE_DIR = DATA_DIR / "node"
 BASE_CASES = sorted(
@@ -65,7 +65,7 @@ def test_shipped_data_is_current(tmp_path: Path, capsys) -> None:
     inputs and data.json byte for byte, outputs within OUTPUT_ULPS ulps (see there)."""
     assert cli.main(["generate-tests", str(tmp_path)]) == 0
     assert f"wrote {len(BASE_CASES) * len(VARIANTS)} test cases" in capsys.readouterr().out
-    fresh, shipped = _tree(tmp_path / "node"), _tree(NODE_DIR)
+    fresh, shipped = _tree(tmp_path), _tree(DATA_DIR)
     assert sorted(fresh) == sorted(shipped), "case files differ: run `onnx-masked-rnn generate-tests`"
     stale = [
         name
@@ -95,8 +95,10 @@ def test_shipped_outputs_are_compared_within_ulps() -> None:
 
 
 def test_generate_removes_stale_cases(tmp_path: Path) -> None:
+    """A case folder an earlier run wrote (listed in its manifest) and this run does not is removed."""
     (tmp_path / "node" / "test_masked_gone").mkdir(parents=True)
     (tmp_path / "node" / "test_masked_gone" / "model.onnx").write_bytes(b"")
+    (tmp_path / MANIFEST).write_text("test_masked_gone\n")
     with mock.patch("onnx_masked_rnn.conformance.generate.collect_cases", return_value=[]):
         assert generate(tmp_path) == 0
     assert not (tmp_path / "node" / "test_masked_gone").exists()

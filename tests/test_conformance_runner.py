@@ -135,10 +135,10 @@ def test_a_case_without_test_data_is_an_error(tmp_path: Path, capsys: pytest.Cap
     data = suite / "node" / "test_masked_rnn_batch_1" / "test_data_set_0"
     for pb in data.glob("output_*.pb"):
         pb.unlink()
-    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 2
+    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 1
     assert f"{data}: no output_0.pb, so nothing to compare" in capsys.readouterr().err
     shutil.rmtree(data)
-    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 2
+    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 1
     assert f"{data.parent}: no test_data_set_*/ folder" in capsys.readouterr().err
 
 
@@ -156,7 +156,7 @@ def test_a_bad_data_json_names_the_file(
     suite = _suite(tmp_path, "test_masked_rnn_batch_1")
     path = suite / "node" / "test_masked_rnn_batch_1" / "data.json"
     path.write_text(text)
-    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 2
+    assert cli.main(["conformance", "--backend", "reference", str(suite)]) == 1
     err = capsys.readouterr().err
     assert f"{path}: {message}" in err and len(err.strip().splitlines()) == 1
 
@@ -169,10 +169,15 @@ def test_all_means_every_installed_builtin_backend() -> None:
 
 
 def test_invalid_filter_and_timeout_are_usage_errors(capsys: pytest.CaptureFixture) -> None:
-    assert cli.main(["conformance", "--backend", "reference", "--filter", "("]) == 2
-    assert "--filter '(' is not a valid regular expression" in capsys.readouterr().err
-    assert cli.main(["conformance", "--backend", "reference", "--timeout", "0"]) == 2
-    assert "--timeout must be positive" in capsys.readouterr().err
+    for argument, message in (
+        (["--filter", "("], "argument --filter: '(' is not a valid regular expression"),
+        (["--timeout", "0"], "argument --timeout: must be a positive number of seconds, got '0'"),
+        (["--timeout", "nan"], "argument --timeout: must be a positive number of seconds, got 'nan'"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["conformance", "--backend", "reference", *argument])
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 def test_an_unreadable_case_file_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -7,7 +7,7 @@ onnxruntime on ``attach_functions(model)`` and on ``inline(model, "scan")``, and
 ``onnx.reference.ReferenceEvaluator`` on the inlined model, must equal the reference. X holds NaN
 at every masked step, which must reach no output. The ReferenceEvaluator's Scan refuses Scan's
 direction attributes, which the reverse direction uses: for those cases it gets a Scan that
-honours them (:class:`Scan` below).
+honours them (:class:`onnx_masked_rnn.testing.Scan`).
 
 Tolerances (``assert_allclose``): float32 rtol 1e-4, atol 1e-5; float64 rtol 1e-9, atol 1e-12.
 alpha, beta and clip are dyadic, so their float32 attribute encoding is exact in float64 too.
@@ -25,7 +25,6 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
-from onnx.reference.ops.op_scan import Scan as OnnxReferenceScan
 from oracles import REFERENCE, assert_close
 
 from onnx_masked_rnn import DOMAIN, attach_functions, inline
@@ -38,7 +37,7 @@ from onnx_masked_rnn.attributes import (
     parse_attributes,
 )
 from onnx_masked_rnn.functions import MIN_OPSET, Configuration, build_scan_function, max_opset
-from onnx_masked_rnn.testing import make_model, random_inputs
+from onnx_masked_rnn.testing import Scan, make_model, random_inputs
 
 T, N, I, H = 5, 3, 4, 6
 NEWEST = max_opset()
@@ -202,39 +201,10 @@ def test_onnxruntime_inlined(case):
             check(f"onnxruntime, inline scan {form} optimize={optimize}", case, actual, expected)
 
 
-class Scan(OnnxReferenceScan):
-    """onnx.reference's Scan plus ``scan_input_directions``/``scan_output_directions``, which it
-    refuses ("Scan is not implemented for other output input_direction than 0"): a reversed scan
-    input is read back to front, a reversed scan output written back to front. Only used to
-    run the reverse direction of the bodies in the ReferenceEvaluator."""
-
-    op_domain = ""
-    _DIRECTIONS = ("scan_input_directions", "scan_output_directions")
-
-    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict) -> None:
-        node = onnx.NodeProto()
-        node.CopyFrom(onnx_node)
-        self.directions = {a.name: list(a.ints) for a in node.attribute if a.name in self._DIRECTIONS}
-        kept = [a for a in node.attribute if a.name not in self._DIRECTIONS]
-        del node.attribute[:]
-        node.attribute.extend(kept)
-        super().__init__(node, run_params)
-
-    def _run(self, *args, **kwargs):
-        states = len(args) - self.num_scan_inputs
-
-        def flip(values, directions):
-            return [v[::-1] if i >= states and directions[i - states] else v for i, v in enumerate(values)]
-
-        inputs = self.directions.get("scan_input_directions", [0] * self.num_scan_inputs)
-        outputs = super()._run(*flip(args, inputs), **kwargs)
-        return tuple(flip(outputs, self.directions.get("scan_output_directions", [0] * len(outputs))))
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_reference_evaluator_inlined(case):
-    """onnx's ReferenceEvaluator runs the inlined portable body; the reverse direction needs the
-    Scan above."""
+    """onnx's ReferenceEvaluator runs the inlined portable body; the reverse direction needs
+    testing.Scan."""
     model, inputs, expected = prepared(case)
     reverse = dict(case.attributes)["direction"] != "forward"
     inlined = inline(model, "scan", scan_form="portable")

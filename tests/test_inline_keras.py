@@ -1,5 +1,5 @@
 """Keras parity through the function bodies: Keras 3 layers (torch backend) with masks, converted
-by ``oracles.keras_to_onnx``, run in onnxruntime after ``attach_functions`` and after ``inline``.
+by ``onnx_masked_rnn.keras``, run in onnxruntime after ``attach_functions`` and after ``inline``.
 
 Tolerance: rtol 1e-4, atol 1e-5 (float32; Keras and onnxruntime differ in summation order).
 """
@@ -11,15 +11,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from oracles import assert_close
-from oracles.keras_to_onnx import convert_layer, initial_state_to_onnx, outputs_to_keras
 
 from onnx_masked_rnn import attach_functions, inline
 from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET
+from onnx_masked_rnn.keras import convert_layer, initial_state_to_onnx, outputs_to_keras
 from onnx_masked_rnn.testing import make_mask, make_model
 
-if keras.backend.backend() != "torch":
-    pytest.skip("these cases assert the torch backend's 'carry' mode", allow_module_level=True)
+# conftest.py sets KERAS_BACKEND=torch before any import of keras: these cases assert that backend.
+assert keras.backend.backend() == "torch", keras.backend.backend()
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning"

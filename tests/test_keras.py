@@ -2,28 +2,24 @@
 ``Bidirectional`` with ``return_sequences``).
 
 Every layer runs with ``return_sequences=True, return_state=True``; its weights are converted by
-``oracles.keras_to_onnx`` and the reference runs in ``layout=1`` (Keras is batch-major). The
+``onnx_masked_rnn.keras`` and the reference runs in ``layout=1`` (Keras is batch-major). The
 outputs and the final states must agree.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import keras
 import numpy as np
 import pytest
 from oracles import REFERENCE, assert_close
-from oracles.keras_to_onnx import convert_layer, initial_state_to_onnx, outputs_to_keras
 
+from onnx_masked_rnn.keras import convert_layer, initial_state_to_onnx, outputs_to_keras
 from onnx_masked_rnn.testing import make_mask
 
-if keras.backend.backend() != "torch":
-    pytest.skip(
-        f"these cases assert the torch backend's 'carry' mode, not {os.environ.get('KERAS_BACKEND')!r}",
-        allow_module_level=True,
-    )
+# conftest.py sets KERAS_BACKEND=torch before any import of keras: these cases assert that backend.
+assert keras.backend.backend() == "torch", keras.backend.backend()
 
 # Keras's own numpy conversion of torch tensors warns on every call (not ours to fix).
 pytestmark = pytest.mark.filterwarnings(

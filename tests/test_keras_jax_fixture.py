@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 from oracles import REFERENCE, assert_close
-from oracles.keras_to_onnx import (
+
+from onnx_masked_rnn.keras import (
     OP_TYPES,
     activation_names,
     convert_weights,

@@ -76,3 +76,26 @@ def test_omitted_optional_outputs(op_type: str, kept: str) -> None:
     onnx.checker.check_model(model)
     (got,) = ReferenceEvaluator(model, new_ops=reference.OPS).run(None, inputs)
     np.testing.assert_array_equal(got, REFERENCE[op_type](**inputs, **attributes)[index])
+
+
+def test_an_omitted_output_does_not_become_a_later_omitted_input() -> None:
+    """The evaluator stores outputs by name; a node naming only ``Y_h`` (``Y`` is ``""``) must not
+    leave a tensor under ``""``, where the next node's omitted inputs are read (fuzz case 62)."""
+    attributes, inputs = _case("MaskedGRU", seed=2)
+    attrs = parse_attributes("MaskedGRU", **attributes)
+    first = make_model(attrs, inputs)
+    node = first.graph.node[0]
+    del node.output[:]
+    node.output.extend(["", "Y_h_first"])
+    second = onnx.helper.make_node(
+        "MaskedGRU", ["X", "W", "R", "", "", "", "mask"], ["Y", "Y_h"], domain=node.domain, **attrs.to_onnx()
+    )
+    first.graph.node.append(second)
+    del first.graph.output[:]
+    first.graph.output.extend(
+        [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in ("Y_h_first", "Y")]
+    )
+    Y_h_first, Y = ReferenceEvaluator(first, new_ops=reference.OPS).run(None, inputs)
+    np.testing.assert_array_equal(Y_h_first, REFERENCE["MaskedGRU"](**inputs, **attributes)[1])
+    bare = {k: inputs[k] for k in ("X", "W", "R", "mask")}
+    np.testing.assert_array_equal(Y, REFERENCE["MaskedGRU"](**bare, **attributes)[0])

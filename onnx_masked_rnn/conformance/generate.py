@@ -7,6 +7,7 @@ bytes, which the test suite checks against the copy shipped in the package.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import shutil
@@ -15,9 +16,10 @@ from pathlib import Path
 import onnx
 from onnx import numpy_helper
 
+from onnx_masked_rnn._files import replace_dir, write_atomic
 from onnx_masked_rnn.conformance.expect import Case, recording
 
-__all__ = ["CASE_MODULES", "VARIANTS", "collect_cases", "generate", "variants"]
+__all__ = ["CASE_MODULES", "MANIFEST", "VARIANTS", "collect_cases", "generate", "variants", "write_case"]
 
 CASE_MODULES = ("masked_lstm", "masked_gru", "masked_rnn")
 
@@ -62,41 +64,81 @@ def variants(case: Case) -> list[tuple[str, onnx.ModelProto]]:
     ]
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+MANIFEST = "generated-cases.txt"
+"""The file ``DIR/generated-cases.txt`` lists the folders of ``DIR/node/`` that ``generate`` wrote:
+the only folders a later run may replace or remove. (Beside ``node/``, not in it, so that a runner
+reading ``node/`` sees case folders only.)"""
 
 
 def write_case(case_dir: Path, model: onnx.ModelProto, case: Case) -> None:
     """One folder of the backend-test layout: model, data set 0, and ``data.json`` holding the
-    tolerances (the keys onnx's on-disk loader reads) and the case's description. Replaces
-    whatever the folder held."""
-    shutil.rmtree(case_dir, ignore_errors=True)
-    _write(case_dir / "model.onnx", model.SerializeToString(deterministic=True))
-    data_set = case_dir / "test_data_set_0"
-    for kind, infos, arrays in (
-        ("input", model.graph.input, case.inputs),
-        ("output", model.graph.output, case.outputs),
-    ):
-        for i, (info, array) in enumerate(zip(infos, arrays, strict=True)):
-            tensor = numpy_helper.from_array(array, info.name)
-            _write(data_set / f"{kind}_{i}.pb", tensor.SerializeToString(deterministic=True))
-    meta = {"rtol": case.rtol, "atol": case.atol, "description": case.description}
-    _write(case_dir / "data.json", (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
+    tolerances (the keys onnx's on-disk loader reads) and the case's description. Built beside
+    ``case_dir`` and then put in its place, so a failure leaves the old folder whole."""
+
+    def fill(folder: Path) -> None:
+        (folder / "model.onnx").write_bytes(model.SerializeToString(deterministic=True))
+        data_set = folder / "test_data_set_0"
+        data_set.mkdir()
+        for kind, infos, arrays in (
+            ("input", model.graph.input, case.inputs),
+            ("output", model.graph.output, case.outputs),
+        ):
+            for i, (info, array) in enumerate(zip(infos, arrays, strict=True)):
+                tensor = numpy_helper.from_array(array, info.name)
+                (data_set / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString(deterministic=True))
+        meta = {"rtol": case.rtol, "atol": case.atol, "description": case.description}
+        (folder / "data.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+    replace_dir(case_dir, fill)
+
+
+def _read_manifest(out_dir: Path) -> set[str]:
+    path = out_dir / MANIFEST
+    return set(path.read_text().split()) if path.is_file() else set()
+
+
+def _write_manifest(out_dir: Path, names: set[str]) -> None:
+    write_atomic(out_dir / MANIFEST, "".join(f"{n}\n" for n in sorted(names)).encode())
 
 
 def generate(out_dir: Path) -> int:
     """Write every variant of every case under ``out_dir/node/``; return the number written.
 
-    Case folders left there by an earlier run that this run does not produce are removed.
+    Only folders listed in ``generated-cases.txt`` (written by an earlier run) are replaced
+    or, when this run no longer produces them, removed; anything else in ``node/`` is left alone,
+    and a folder in the way of a case is an error. Raises ``OSError`` naming the path when
+    ``out_dir`` is a file or cannot be written.
     """
-    node_dir = Path(out_dir) / "node"
-    written: set[str] = set()
-    for case in collect_cases():
-        for name, model in variants(case):
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(20, "is a file, not a directory", str(out_dir))
+    node_dir = out_dir / "node"
+    if node_dir.exists() and not node_dir.is_dir():
+        raise NotADirectoryError(20, "is a file, not a directory", str(node_dir))
+    models = [(name, model, case) for case in collect_cases() for name, model in variants(case)]
+    ours = _read_manifest(out_dir)
+    written = {name for name, _, _ in models}
+    foreign = sorted(n for n in written - ours if (node_dir / n).exists())
+    if foreign:
+        raise FileExistsError(
+            17,
+            f"not written by generate-tests ({MANIFEST} does not list it); move it away or choose another "
+            f"directory ({len(foreign)} such folder(s))",
+            str(node_dir / foreign[0]),
+        )
+    created = [d for d in (out_dir, node_dir) if not d.exists()]
+    node_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        # List every folder about to be written before writing it, so an interrupted run can be redone.
+        _write_manifest(out_dir, ours | written)
+        for name, model, case in models:
             write_case(node_dir / name, model, case)
-            written.add(name)
-    for stale in node_dir.iterdir() if node_dir.is_dir() else ():
-        if stale.name not in written and (stale / "model.onnx").exists():
-            shutil.rmtree(stale)
+        for stale in sorted(ours - written):
+            shutil.rmtree(node_dir / stale, ignore_errors=True)
+        _write_manifest(out_dir, written)
+    except BaseException:
+        for folder in reversed(created):  # folders this run made, if it wrote nothing in them
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     return len(written)

@@ -12,7 +12,7 @@ from onnx import helper
 
 from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN
-from onnx_masked_rnn.attributes import DIRECTIONS, MASKED_OUTPUT_MODES
+from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES
 from onnx_masked_rnn.conformance.expect import expect, random_case
 from onnx_masked_rnn.testing import MASK_KINDS
 
@@ -69,7 +69,7 @@ class MaskedLSTM:
         )
         _case("sequence_lens_and_mask", T=4, N=3, sequence_lens=[3, 4, 2], direction="bidirectional")
         _case(
-            "sequence_lens_and_mask_state",
+            "sequence_lens_and_mask_carry",
             T=4,
             N=3,
             sequence_lens=[0, 4, 3],
@@ -113,13 +113,59 @@ class MaskedLSTM:
         )
 
     @staticmethod
+    def export_without_peepholes() -> None:
+        """No P: clip, input_forget, both, and every activation function in some slot, so that
+        a defect of the cell is not hidden behind the peephole terms (the body computes the
+        three sigmoid gates in one call when P is absent)."""
+        no_p = ("B", "initial_h", "initial_c", "mask")
+        _case("no_peepholes_clip", present=no_p, clip=0.4, direction="bidirectional", masked_output="carry")
+        _case("no_peepholes_input_forget", present=no_p, input_forget=1, direction="reverse")
+        _case(
+            "no_peepholes_clip_input_forget",
+            present=no_p,
+            clip=0.6,
+            input_forget=1,
+            direction="bidirectional",
+        )
+        names = sorted(ACTIVATIONS)  # 11 functions, in two bidirectional cases of 6 slots each
+        for k, chosen in enumerate((names[:6], [*names[6:], "Sigmoid"])):
+            alphas = [round(0.3 + 0.1 * i, 2) for i, n in enumerate(chosen) if ACTIVATIONS[n][0]]
+            betas = [round(0.2 + 0.1 * i, 2) for i, n in enumerate(chosen) if ACTIVATIONS[n][1]]
+            _case(
+                f"no_peepholes_activations_{k}",
+                present=no_p,
+                direction="bidirectional",
+                masked_output="carry",
+                activations=chosen,
+                **({"activation_alpha": alphas} if alphas else {}),
+                **({"activation_beta": betas} if betas else {}),
+            )
+
+    @staticmethod
+    def export_starts_masked() -> None:
+        """The first step of each direction masked, with initial states, every direction and
+        mode: before any processed step Y is zero in both modes while the state is the initial
+        one (a body that writes the state there, or reverses the carry the wrong way, fails)."""
+        for direction in DIRECTIONS:
+            for mode in MASKED_OUTPUT_MODES:
+                _case(
+                    f"starts_masked_{direction}_{mode}",
+                    T=4,
+                    N=3,
+                    present=("B", "initial_h", "initial_c", "mask"),
+                    mask_kind="starts_masked",
+                    direction=direction,
+                    masked_output=mode,
+                )
+
+    @staticmethod
     def export_shapes() -> None:
         """Edge sizes: batch 1, seq_length 1 (with a masked row), and a larger bidirectional
         batch-major case."""
         _case("batch_1", N=1, T=4, direction="bidirectional")
         _case("seq_length_1", T=1, N=3, direction="bidirectional", masked_output="zero")
         _case(
-            "larger_batchwise_state",
+            "larger_batchwise_carry",
             T=7,
             N=4,
             I=3,

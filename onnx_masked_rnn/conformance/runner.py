@@ -66,14 +66,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "them (onnxruntime.backend); repeatable (default: onnxruntime, reference and onnx-reference, "
         "on which nothing fails). ALLOW_RELEASED_ONNX_OPSET_ONLY=0 is set unless already set",
     )
-    parser.add_argument("--filter", metavar="REGEX", help="run only the cases whose name matches (re.search)")
+    parser.add_argument(
+        "--filter", type=_regex, metavar="REGEX", help="run only the cases whose name matches (re.search)"
+    )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_positive_seconds,
         default=600.0,
         metavar="SECONDS",
         help="a case running longer on a backend is reported as crashed (default: 600)",
     )
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    """``--filter``'s type: a bad pattern is a usage error (exit status 2) naming it."""
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a valid regular expression: {exc}") from None
+
+
+def _positive_seconds(text: str) -> float:
+    """``--timeout``'s type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
@@ -313,18 +334,12 @@ def run(args: argparse.Namespace) -> int:
     from onnx_masked_rnn.conformance import DATA_DIR
 
     data_dir = Path(args.directory) if args.directory else DATA_DIR
-    if args.timeout <= 0:
-        raise ValueError(f"--timeout must be positive, got {args.timeout:g}")
     names, notes = backends_of(args.backend or list(DEFAULT_BACKENDS))
     cases = load_cases(data_dir)
     if args.filter:
-        try:
-            pattern = re.compile(args.filter)
-        except re.error as exc:
-            raise ValueError(f"--filter {args.filter!r} is not a valid regular expression: {exc}") from None
-        cases = [c for c in cases if pattern.search(c.name)]
+        cases = [c for c in cases if args.filter.search(c.name)]
     if not cases:
-        matching = f" matches --filter {args.filter!r}" if args.filter else ""
+        matching = f" matches --filter {args.filter.pattern!r}" if args.filter else ""
         raise ValueError(f"no conformance case under {data_dir}{matching}")
 
     print(f"conformance suite: {data_dir} ({len(cases)} cases)")

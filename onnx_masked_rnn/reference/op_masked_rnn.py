@@ -306,6 +306,15 @@ class _CommonMaskedRNN(OpRun):
         outputs = _run(parse_attributes(op_type, **attributes), _inputs(op_type, inputs))
         return outputs[: max(len(self.onnx_node.output), 1)]
 
+    def run(self, *args: object, **kwargs: object):  # type: ignore[override]
+        """``OpRun.run``, then ``None`` for an omitted output (name ``""``): the evaluator stores
+        each output under its name, and a tensor stored under ``""`` would become the omitted
+        inputs of every later node (onnx 1.23 does this for its own LSTM too)."""
+        outputs = super().run(*args, **kwargs)
+        return tuple(
+            None if name == "" else v for name, v in zip(self.onnx_node.output, outputs, strict=False)
+        )
+
 
 class MaskedLSTM(_CommonMaskedRNN):
     """MaskedLSTM(X, W, R, B, sequence_lens, initial_h, initial_c, P, mask) -> Y, Y_h, Y_c"""

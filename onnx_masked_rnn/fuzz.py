@@ -1,0 +1,545 @@
+"""``onnx-masked-rnn fuzz``: a differential fuzz of every execution path against the numpy reference.
+
+Case ``i`` of seed ``s`` is drawn from ``numpy.random.default_rng([s, i])`` (so any case replays
+alone): one of the three ops with random attributes (direction, layout, activations with their
+alpha/beta, clip, input_forget, linear_before_reset, masked_output, hidden_size given or not),
+dtype, opset, sizes, present optional inputs, mask kind, node outputs, and sometimes a second node
+of the same op configured differently (present inputs, ``beta``, ...), which needs its own
+function overload. Each case runs through :data:`PATHS`:
+
+- ``onnx-reference ops``: ``onnx.reference.ReferenceEvaluator(model, new_ops=reference.OPS)``;
+- ``attach_functions``, ``inline scan``, ``inline native``: the three shipped forms in onnxruntime;
+- ``onnx-reference scan``: ``inline(model, "scan")`` in the ReferenceEvaluator (its Scan extended
+  with scan directions: :class:`onnx_masked_rnn.testing.Scan`).
+
+and each result is compared with the reference functions' (``numpy.testing.assert_allclose``
+with :data:`TOLERANCE`; an infinity must be matched by the same infinity, so float32 overflow with
+unbounded activations passes only where every path agrees on the sign; a float16 case whose exact
+result exceeds float16's range is unsupported). Cases run in worker
+processes: a path that kills its process (a segfault) is recorded as ``crash`` and the case goes on
+in a new worker from the next path. Every outcome is ``agree``, ``mismatch``, ``error`` (an
+exception), ``crash``, or ``unsupported`` with its reason. The run ends with the counts per path
+and a line per failure that names the case; ``--case I`` replays case ``I`` (with ``--seed``) and
+prints its whole configuration. Exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PATHS", "TOLERANCE", "Case", "add_arguments", "draw_case", "run", "run_case"]
+
+PATHS = ("onnx-reference ops", "attach_functions", "inline scan", "inline native", "onnx-reference scan")
+STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
+# dtype name -> (rtol, atol). float16: the reference rounds once from float32, onnxruntime at every
+# step (the conformance suite's 5e-3 at magnitude 1, with room for larger weights).
+TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2)}
+TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
+
+
+@dataclasses.dataclass
+class Case:
+    """One drawn model: its nodes' attributes and inputs, the graph inputs, and the model."""
+
+    seed: int
+    index: int
+    opset: int
+    nodes: list[dict[str, Any]]  # each: op_type, attributes, inputs (ONNX names present), outputs
+    feeds: dict[str, np.ndarray]
+
+    def describe(self) -> str:
+        shapes = {k: (str(v.dtype), list(v.shape)) for k, v in self.feeds.items()}
+        nodes = [{k: v for k, v in n.items()} for n in self.nodes]
+        return json.dumps(
+            {"seed": self.seed, "case": self.index, "opset": self.opset, "nodes": nodes, "feeds": shapes},
+            default=str,
+        )
+
+    def summary(self) -> str:
+        n = self.nodes[0]
+        a = n["attributes"]
+        keys = (
+            "direction",
+            "layout",
+            "masked_output",
+            "activations",
+            "clip",
+            "input_forget",
+            "linear_before_reset",
+            "hidden_size",
+        )
+        bits = [f"{k}={a[k]}" for k in keys if k in a]
+        return (
+            f"{n['op_type']} {self.feeds['X'].dtype} X{list(self.feeds['X'].shape)} "
+            f"{' '.join(bits)} inputs={n['inputs']} nodes={len(self.nodes)}"
+        )
+
+    def model(self) -> Any:
+        """The ``onnx.ModelProto`` holding the nodes, with static shapes."""
+        from onnx import helper
+
+        from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
+        from onnx_masked_rnn.attributes import OP_SPECS, infer_shapes, parse_attributes
+        from onnx_masked_rnn.testing import value_info
+
+        graph_nodes, outputs = [], []
+        dtype = helper.np_dtype_to_tensor_dtype(self.feeds["X"].dtype)
+        for k, n in enumerate(self.nodes):
+            spec = OP_SPECS[n["op_type"]]
+            attrs = parse_attributes(n["op_type"], **n["attributes"])
+            last = max(spec.inputs.index(name) for name in n["inputs"])
+            inputs = [name if name in n["inputs"] else "" for name in spec.inputs[: last + 1]]
+            shapes = infer_shapes(
+                attrs, [self.feeds[name].shape if name in n["inputs"] else None for name in spec.inputs]
+            )
+            names = [f"{o}_{k}" if o in n["outputs"] else "" for o in spec.outputs]
+            while names and not names[-1]:
+                names.pop()
+            graph_nodes.append(
+                helper.make_node(
+                    n["op_type"], inputs, names, name=f"node_{k}", domain=DOMAIN, **n["attributes"]
+                )
+            )
+            outputs += [helper.make_tensor_value_info(o, dtype, s) for o, s in zip(names, shapes) if o]
+        graph = helper.make_graph(
+            graph_nodes, "fuzz", [value_info(k, v) for k, v in self.feeds.items()], outputs
+        )
+        return helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", self.opset), helper.make_opsetid(DOMAIN, OPSET_VERSION)],
+            ir_version=10,
+        )
+
+    def expected(self) -> list[np.ndarray]:
+        from onnx_masked_rnn.attributes import OP_SPECS
+        from onnx_masked_rnn.reference import FUNCTIONS
+
+        out = []
+        for n in self.nodes:
+            spec = OP_SPECS[n["op_type"]]
+            values = FUNCTIONS[n["op_type"]](**{k: self.feeds[k] for k in n["inputs"]}, **n["attributes"])
+            out += [v for o, v in zip(spec.outputs, values) if o in n["outputs"]]
+        return out
+
+
+def draw_case(seed: int, index: int) -> Case:
+    """Case ``index`` of ``seed``: a pure function of the two numbers."""
+    from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
+    from onnx_masked_rnn.functions import MIN_OPSET, max_opset
+    from onnx_masked_rnn.testing import MASK_KINDS, make_mask
+
+    rng = np.random.default_rng([seed, index])
+    op_type = str(rng.choice(sorted(OP_SPECS)))
+    spec = OP_SPECS[op_type]
+    direction = str(rng.choice(DIRECTIONS))
+    D, G = (2 if direction == "bidirectional" else 1), spec.num_gates
+    layout = int(rng.integers(2))
+    dtype = np.dtype(rng.choice(["float32"] * 6 + ["float64", "float16"]))
+    T = 0 if rng.random() < 0.02 else int(rng.integers(1, 7))
+    N = 0 if rng.random() < 0.02 else int(rng.integers(1, 5))
+    I, H = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    scale = float(rng.choice([0.5, 1.0, 2.0, 4.0])) / np.sqrt(H)
+    x_scale = float(rng.choice([1.0, 1.0, 1.0, 3.0, 30.0]))
+
+    attributes: dict[str, Any] = {
+        "direction": direction,
+        "layout": layout,
+        "masked_output": str(rng.choice(MASKED_OUTPUT_MODES)),
+    }
+    if rng.random() < 0.8:
+        attributes["hidden_size"] = H
+    if rng.random() < 0.3:
+        attributes["clip"] = round(float(rng.uniform(0.3, 3.0)), 3)
+    if op_type == "MaskedLSTM":
+        attributes["input_forget"] = int(rng.integers(2))
+    if op_type == "MaskedGRU":
+        attributes["linear_before_reset"] = int(rng.integers(2))
+    if rng.random() < 0.6:
+        names = [str(a) for a in rng.choice(sorted(ACTIVATIONS), size=D * spec.num_activations)]
+        attributes["activations"] = names
+        alphas = [round(float(rng.uniform(0.05, 1.5)), 3) for n in names if ACTIVATIONS[n][0]]
+        betas = [round(float(rng.uniform(-1.0, 1.0)), 3) for n in names if ACTIVATIONS[n][1]]
+        if alphas and rng.random() < 0.8:
+            attributes["activation_alpha"] = alphas[: int(rng.integers(1, len(alphas) + 1))]
+        if betas and rng.random() < 0.8:
+            attributes["activation_beta"] = betas[: int(rng.integers(1, len(betas) + 1))]
+
+    def normal(*shape: int, s: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * s).astype(dtype)
+
+    state = (N, D, H) if layout else (D, N, H)
+    feeds = {
+        "X": normal(*((N, T, I) if layout else (T, N, I)), s=x_scale),
+        "W": normal(D, G * H, I, s=scale),
+        "R": normal(D, G * H, H, s=scale),
+        "B": normal(D, 2 * G * H, s=0.5),
+        "initial_h": normal(*state, s=0.5),
+        "initial_c": normal(*state, s=0.5),
+        "P": normal(D, 3 * H, s=0.5),
+        "sequence_lens": rng.integers(0, T + 1, size=N).astype(np.int32),
+    }
+    kind = str(rng.choice(MASK_KINDS))
+    mask = make_mask(kind, T, N, rng) if T and N else np.ones((T, N), bool)
+    feeds["mask"] = mask.T.copy() if layout else mask
+    optional = [n for n in spec.inputs[3:] if n in feeds]
+    present = ["X", "W", "R", *(n for n in optional if rng.random() < 0.5)]
+    outputs = list(spec.outputs)
+    if rng.random() < 0.3:
+        outputs = [o for o in spec.outputs if rng.random() < 0.5] or [str(rng.choice(spec.outputs))]
+    nodes = [{"op_type": op_type, "attributes": attributes, "inputs": present, "outputs": outputs}]
+    if rng.random() < 0.3:  # a second node of the op, configured differently: its own overload
+        other = dict(attributes)
+        change = str(rng.choice(["inputs", "beta", "alpha", "masked_output", "clip"]))
+        other_present = present
+        if change == "inputs":
+            other_present = ["X", "W", "R", *(n for n in optional if rng.random() < 0.5)]
+        elif change in ("alpha", "beta"):
+            key = f"activation_{change}"
+            count = sum(ACTIVATIONS[n][0 if change == "alpha" else 1] for n in other.get("activations", ()))
+            if count:
+                other[key] = [round(float(rng.uniform(0.05, 1.5)), 3) for _ in range(count)]
+            else:  # the default activations take no alpha or beta: vary the input set instead
+                other_present = ["X", "W", "R", *(n for n in optional if rng.random() < 0.5)]
+        elif change == "masked_output":
+            other["masked_output"] = str(rng.choice(MASKED_OUTPUT_MODES))
+        else:
+            other["clip"] = round(float(rng.uniform(0.3, 3.0)), 3)
+        nodes.append(
+            {"op_type": op_type, "attributes": other, "inputs": other_present, "outputs": list(spec.outputs)}
+        )
+    used = {name for n in nodes for name in n["inputs"]}
+    feeds = {k: v for k, v in feeds.items() if k in used}
+    opset = int(rng.integers(MIN_OPSET, max_opset() + 1))
+    return Case(seed, index, opset, nodes, feeds)
+
+
+def _session_run(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+    return session.run(None, {k: v for k, v in feeds.items() if k in names})
+
+
+def _run_path(path: str, case: Case) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    from onnx_masked_rnn import reference
+    from onnx_masked_rnn.inline import attach_functions, inline
+    from onnx_masked_rnn.testing import Scan
+
+    model = case.model()
+    if path == "onnx-reference ops":
+        return ReferenceEvaluator(model, new_ops=reference.OPS).run(None, case.feeds)
+    if path == "attach_functions":
+        return _session_run(attach_functions(model), case.feeds)
+    if path == "inline scan":
+        return _session_run(inline(model, "scan"), case.feeds)
+    if path == "inline native":
+        return _session_run(inline(model, "native"), case.feeds)
+    if path == "onnx-reference scan":
+        return ReferenceEvaluator(inline(model, "scan"), new_ops=[Scan]).run(None, case.feeds)
+    raise ValueError(f"unknown path {path!r}")
+
+
+def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
+    """The reason a path cannot run this case, when the failure is a documented limit."""
+    text = str(error)
+    if (
+        path == "inline native"
+        and case.feeds["X"].dtype == np.float64
+        and any(
+            m in text
+            for m in ("NOT_IMPLEMENTED", "Could not find an implementation", "does not support double")
+        )
+    ):
+        return "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
+    if path == "onnx-reference scan" and "zero scan-input length" in text:
+        return "onnx.reference's Scan refuses a scan of length 0"
+    return None
+
+
+def _compare(actual: list[np.ndarray], expected: list[np.ndarray], dtype: np.dtype) -> str | None:
+    """``None`` when the outputs agree; otherwise what differs."""
+    rtol, atol = TOLERANCE[dtype.name]
+    if len(actual) != len(expected):
+        return f"{len(actual)} outputs, expected {len(expected)}"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        a = np.asarray(a)
+        if a.shape != e.shape or a.dtype != e.dtype:
+            return f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
+        try:
+            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol)
+        except AssertionError:
+            with np.errstate(all="ignore"):
+                diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+            bad = ~np.isclose(
+                a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
+            )
+            where = tuple(int(j) for j in np.argwhere(bad)[0])
+            return (
+                f"output {i} at {list(where)}: {a[where]!r} vs reference {e[where]!r} "
+                f"({int(bad.sum())} of {a.size} differ, max |diff| {np.nanmax(np.where(bad, diff, 0)):.3g})"
+                + (
+                    ""
+                    if np.isfinite(a[bad]).all() and np.isfinite(e[bad]).all()
+                    else " [non-finite: overflow]"
+                )
+            )
+    return None
+
+
+def run_case(case: Case, path: str) -> tuple[str, str]:
+    """``(status, detail)`` of one path on one case (in this process)."""
+    try:
+        expected = case.expected()
+    except Exception as exc:  # the generator drew something the reference refuses: a fuzz bug
+        return "error", f"the reference refused the case: {type(exc).__name__}: {exc}"
+    try:
+        with np.errstate(all="ignore"):
+            actual = _run_path(path, case)
+    except Exception as exc:
+        reason = _unsupported(path, case, exc)
+        if reason:
+            return "unsupported", reason
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return "error", f"{type(exc).__name__}: {first[:300]}"
+    problem = _compare(actual, expected, case.feeds["X"].dtype)
+    if problem and case.feeds["X"].dtype == np.float16 and not all(np.isfinite(e).all() for e in expected):
+        # The reference computes in float32 and its result does not fit in float16: there is no
+        # right float16 answer for a runtime that computes in float16 to match.
+        return "unsupported", "the exact result exceeds float16's range (the reference overflows)"
+    return ("mismatch", problem) if problem else ("agree", "")
+
+
+def _worker() -> None:
+    """Worker loop: reads ``{"seed", "case", "paths"}`` lines, announces each path before running
+    it (so the parent knows which one killed the process) and reports each result."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    out = sys.stdout
+    for line in sys.stdin:
+        job = json.loads(line)
+        case = draw_case(job["seed"], job["case"])
+        for path in job["paths"]:
+            out.write(json.dumps({"start": path}) + "\n")
+            out.flush()
+            try:
+                status, detail = run_case(case, path)
+            except BaseException:  # never let the worker die on a Python error
+                status, detail = "error", traceback.format_exc(limit=1).strip().splitlines()[-1]
+            out.write(json.dumps({"path": path, "status": status, "detail": detail}) + "\n")
+            out.flush()
+        out.write(json.dumps({"done": job["case"]}) + "\n")
+        out.flush()
+
+
+class _Worker:
+    """A worker process; ``run`` returns each path's result for one case, restarting the process
+    when a path kills it."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+        return subprocess.Popen(
+            [sys.executable, "-c", "from onnx_masked_rnn.fuzz import _worker; _worker()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+
+    def run(self, seed: int, index: int, paths: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+        results: dict[str, tuple[str, str]] = {}
+        todo = list(paths)
+        while todo:
+            if self.process is None or self.process.poll() is not None:
+                self.process = self._start()
+            assert self.process.stdin and self.process.stdout
+            self.process.stdin.write(json.dumps({"seed": seed, "case": index, "paths": todo}) + "\n")
+            self.process.stdin.flush()
+            current = None
+            timer = threading.Timer(TIMEOUT * len(todo), self.process.kill)
+            timer.start()
+            try:
+                for line in self.process.stdout:
+                    message = json.loads(line)
+                    if "start" in message:
+                        current = message["start"]
+                    elif "path" in message:
+                        results[message["path"]] = (message["status"], message["detail"])
+                        todo.remove(message["path"])
+                    elif "done" in message:
+                        break
+            finally:
+                timer.cancel()
+            if todo:  # the process died (or hung and was killed) while running `current`
+                code = self.process.wait()
+                self.process = None
+                crashed = current or todo[0]
+                how = (
+                    f"the process died with signal {-code}" if code < 0 else f"the process exited with {code}"
+                )
+                results[crashed] = ("crash", how)
+                todo.remove(crashed)
+        return results
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            assert self.process.stdin
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def fuzz(
+    seed: int,
+    cases: list[int],
+    paths: tuple[str, ...] = PATHS,
+    jobs: int = 2,
+    progress: bool = False,
+    on_result: Callable[[int, dict[str, tuple[str, str]]], None] | None = None,
+) -> dict[int, dict[str, tuple[str, str]]]:
+    """Run ``cases`` (indices) of ``seed`` through ``paths`` in ``jobs`` worker processes; return
+    ``{case: {path: (status, detail)}}``. ``on_result(case, results)`` is called as each case
+    completes."""
+    pending: queue.Queue[int] = queue.Queue()
+    for index in cases:
+        pending.put(index)
+    results: dict[int, dict[str, tuple[str, str]]] = {}
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def work() -> None:
+        worker = _Worker()
+        try:
+            while True:
+                try:
+                    index = pending.get_nowait()
+                except queue.Empty:
+                    return
+                outcome = worker.run(seed, index, paths)
+                with lock:
+                    results[index] = outcome
+                    if on_result is not None:
+                        on_result(index, outcome)
+                    done = len(results)
+                    if progress and (done % 500 == 0 or done == len(cases)):
+                        failed = sum(
+                            any(s in ("mismatch", "error", "crash") for s, _ in r.values())
+                            for r in results.values()
+                        )
+                        print(
+                            f"  {done}/{len(cases)} cases, {failed} with a failure, "
+                            f"{time.monotonic() - start:.0f}s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        finally:
+            worker.close()
+
+    threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", type=int, default=300, metavar="N", help="number of cases (default: 300)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default: 0)")
+    parser.add_argument(
+        "--start", type=int, default=0, metavar="I", help="index of the first case (default: 0)"
+    )
+    parser.add_argument(
+        "--case",
+        type=int,
+        action="append",
+        metavar="I",
+        help="replay case I of --seed (repeatable); prints its configuration",
+    )
+    parser.add_argument("--jobs", type=int, default=2, metavar="K", help="worker processes (default: 2)")
+    parser.add_argument("--path", action="append", choices=PATHS, help="run only this path (repeatable)")
+    parser.add_argument(
+        "--log",
+        metavar="PATH",
+        help="append one JSON line per case as it completes (an interrupted run keeps what it did)",
+    )
+
+
+def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tuple[str, ...]) -> int:
+    """Print the counts per path and a line per failure; return the number of failures."""
+    counts = {p: Counter(results[i][p][0] for i in results if p in results[i]) for p in paths}
+    reasons = {
+        p: Counter(d for i in results for s, d in [results[i].get(p, ("", ""))] if s == "unsupported")
+        for p in paths
+    }
+    print(f"fuzz: seed {seed}, {len(results)} cases")
+    print(f"{'path':<22}" + "".join(f"{s:>12}" for s in STATUSES))
+    for p in paths:
+        print(f"{p:<22}" + "".join(f"{counts[p][s]:>12}" for s in STATUSES))
+    for p in paths:
+        for reason, n in reasons[p].items():
+            print(f"unsupported  {p}: {n} x {reason}")
+    failures = 0
+    for index in sorted(results):
+        for p in paths:
+            status, detail = results[index].get(p, ("agree", ""))
+            if status in ("mismatch", "error", "crash"):
+                failures += 1
+                print(f"{status.upper():<9} {p}: case {index} ({draw_case(seed, index).summary()}): {detail}")
+    if failures:
+        print(f"replay one: onnx-masked-rnn fuzz --seed {seed} --case INDEX")
+    total = sum(sum(c.values()) for c in counts.values())
+    print(f"{total - failures} passed, {failures} failed")
+    return failures
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.cases < 0 or args.jobs < 1 or args.start < 0:
+        raise ValueError("--cases and --start must be non-negative, --jobs positive")
+    paths = tuple(args.path) if args.path else PATHS
+    indices = args.case or list(range(args.start, args.start + args.cases))
+    if args.case:
+        for index in args.case:
+            print(f"case {index}: {draw_case(args.seed, index).describe()}")
+    log = open(args.log, "a") if args.log else None  # noqa: SIM115 (closed below)
+
+    def record(index: int, outcome: dict[str, tuple[str, str]]) -> None:
+        if log is not None:
+            log.write(json.dumps({"seed": args.seed, "case": index, "results": outcome}) + "\n")
+            log.flush()
+
+    try:
+        results = fuzz(args.seed, indices, paths, args.jobs, progress=len(indices) >= 1000, on_result=record)
+    finally:
+        if log is not None:
+            log.close()
+    failures = report(results, args.seed, paths)
+    return 1 if failures else 0
