@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from onnx_masked_rnn.functions import SCAN_FORMS
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
+
 # subcommand -> (module that implements it, one-line help)
 _DELEGATED = {
     "conformance": (
@@ -62,7 +65,8 @@ def _inline(args: argparse.Namespace) -> int:
 
     model = _load_model(args.input)
     count = _count_masked_nodes(model)
-    write_atomic(Path(args.output), inline(model, strategy=args.strategy).SerializeToString())
+    expanded = inline(model, strategy=args.strategy, scan_form=args.scan_form)
+    write_atomic(Path(args.output), expanded.SerializeToString())
     if count == 0:
         print(f"{args.input} has no masked node: nothing to expand; wrote {args.output}")
     else:
@@ -99,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="model to read (.onnx)")
     p.add_argument("output", help="model to write (.onnx)")
     p.add_argument("--strategy", choices=("scan", "native"), default="scan", help="expansion (default: scan)")
+    p.add_argument(
+        "--scan-form",
+        choices=SCAN_FORMS,
+        default=DEFAULT_SCAN_FORM,
+        help="Scan bodies: 'portable' (weights as Scan state, typed body I/O: runs on every runtime tried) "
+        "or 'capture' (the body reads the weights from the enclosing graph: faster in onnxruntime) "
+        f"(default: {DEFAULT_SCAN_FORM})",
+    )
     p.set_defaults(func=_inline)
     return parser
 

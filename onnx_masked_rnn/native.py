@@ -44,7 +44,7 @@ import onnx_ir as ir
 from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
-from onnx_masked_rnn.attributes import ACTIVATIONS, RNNAttributes
+from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions import (
     Configuration,
     build_scan_function,
@@ -93,24 +93,6 @@ def build_native_function(config: Configuration, opset: int, form: str = "portab
         body, formal_inputs(config), domain=DOMAIN, name=spec.op_type, opset_imports={"": opset}
     )
     return to_function_proto(function, config, f"the native expansion of {attrs.op_type}")
-
-
-def _ambiguous_rnn_parameters(attrs: RNNAttributes) -> bool:
-    """Whether a bidirectional RNN's ``activation_alpha``/``activation_beta`` mean different
-    things to the ONNX specification and to onnxruntime's RNN kernel.
-
-    The specification consumes the values in the order of the activations, only by those that
-    take them (as onnxruntime's LSTM and GRU kernels do); onnxruntime's RNN kernel reads value
-    ``d`` for direction ``d``. The two agree unless exactly one direction's activation takes the
-    parameter; then the expansion runs the directions as two RNNs, where they agree again.
-    """
-    if attrs.op_type != "MaskedRNN" or attrs.num_directions == 1:
-        return False
-    for which in (0, 1):  # alpha, beta
-        takes = [ACTIVATIONS[acts[0].name][which] for acts in attrs.activations]
-        if takes[0] != takes[1]:
-            return True
-    return False
 
 
 class _MaskedToNative:
@@ -249,8 +231,6 @@ class _MaskedToNative:
     def native(self, op, X: ir.Value, lens: ir.Value | None) -> list[ir.Value]:
         """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``."""
         given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
-        if _ambiguous_rnn_parameters(self.attrs):
-            return self.native_per_direction(op, given)
         return self.native_op(op, self.attrs, given, len(self.attrs.spec.outputs))
 
     def native_op(
@@ -263,22 +243,6 @@ class _MaskedToNative:
             args.pop()
         attributes = attrs.to_onnx(include_masked_output=False) | {"layout": 0}
         return getattr(op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
-
-    def native_per_direction(self, op, given: dict[str, ir.Value | None]) -> list[ir.Value]:
-        """A bidirectional RNN as a forward and a reverse RNN, each with its own weights and
-        activation (see :func:`_ambiguous_rnn_parameters`), concatenated."""
-        halves = []
-        for d, direction in enumerate(("forward", "reverse")):
-            one = dataclasses.replace(
-                self.attrs, direction=direction, activations=(self.attrs.activations[d],)
-            )
-            weights = {
-                name: op.Slice(given[name], [d], [d + 1], [0]) if given.get(name) is not None else None
-                for name in ("W", "R", "B", "initial_h")
-            }
-            halves.append(self.native_op(op, one, {**given, **weights}, 2))
-        (Y_f, Y_h_f), (Y_b, Y_h_b) = halves
-        return [op.Concat(Y_f, Y_b, axis=1), op.Concat(Y_h_f, Y_h_b, axis=0)]
 
     def time_major(self, op, X: ir.Value) -> ir.Value:
         return op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X

@@ -19,21 +19,34 @@ import pytest
 from onnx import numpy_helper
 
 from onnx_masked_rnn import DOMAIN, cli
+from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.conformance import DATA_DIR
 from onnx_masked_rnn.conformance.generate import MANIFEST
 
 CASE = "test_masked_lstm_reverse_zero"
 
 
-@pytest.mark.parametrize("strategy", ["scan", "native"])
-def test_inline_writes_a_standard_model_with_the_same_outputs(tmp_path, strategy, capsys):
+@pytest.mark.parametrize(
+    "options",
+    [["--strategy", "scan"], ["--strategy", "scan", "--scan-form", "capture"], ["--strategy", "native"]],
+    ids=["scan-portable", "scan-capture", "native"],
+)
+def test_inline_writes_a_standard_model_with_the_same_outputs(tmp_path, options, capsys):
     case = DATA_DIR / "node" / CASE
     out = tmp_path / "inlined.onnx"
-    assert cli.main(["inline", str(case / "model.onnx"), str(out), "--strategy", strategy]) == 0
+    assert cli.main(["inline", str(case / "model.onnx"), str(out), *options]) == 0
     assert str(out) in capsys.readouterr().out
     model = onnx.load(out)
     onnx.checker.check_model(model, full_check=True)
     assert all(node.domain != DOMAIN for node in model.graph.node)
+    scans = [n for n in walk_nodes(model.graph.node) if n.op_type == "Scan"]
+    if "--scan-form" in options:  # capture: the Scan body reads values it does not define
+        body = next(a.g for a in scans[0].attribute if a.name == "body")
+        defined = {i.name for i in body.input} | {o for n in body.node for o in n.output}
+        assert {i for n in body.node for i in n.input if i} - defined
+    elif scans:  # portable: every body input typed
+        bodies = [a.g for n in scans for a in n.attribute if a.name == "body"]
+        assert all(i.type.tensor_type.elem_type for g in bodies for i in g.input)
     data = case / "test_data_set_0"
     inputs = {
         i.name: numpy_helper.to_array(onnx.load_tensor(data / f"input_{k}.pb"))
