@@ -423,3 +423,33 @@ def test_shipped_suite_without_graph_optimizations():
                 a, e, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=case.name
             )
     assert no_kernel < len(cases) // 10
+
+
+def test_no_scan_body_value_shadows_an_enclosing_name():
+    """Found by the fuzz (seed 0, case 708): a bidirectional MaskedLSTM with peepholes and clip got a
+    Scan body value named like a value its enclosing graph defines after the Scan, and onnxruntime's
+    function inliner rejected the model (not in SSA form). Names are unique across nested scopes."""
+    from onnx_masked_rnn._walk import subgraphs
+    from onnx_masked_rnn.attributes import parse_attributes as parse
+    from onnx_masked_rnn.functions import Configuration, build_scan_function
+
+    attrs = parse(
+        "MaskedLSTM",
+        direction="bidirectional",
+        hidden_size=2,
+        clip=0.796,
+        activations=["Softplus", "Softsign", "Softsign", "ThresholdedRelu", "LeakyRelu", "HardSigmoid"],
+        activation_alpha=[1.067, 1.018],
+        activation_beta=[0.405],
+    )
+    function = build_scan_function(Configuration.of(attrs, present=("B", "sequence_lens", "P")), 19)
+
+    def check(nodes, enclosing: set[str]) -> None:
+        defined = {o for n in nodes for o in n.output if o}
+        for node in nodes:
+            for graph in subgraphs(node):
+                inner = {i.name for i in graph.input} | {o for n in graph.node for o in n.output if o}
+                assert not inner & (enclosing | defined), sorted(inner & (enclosing | defined))
+                check(graph.node, enclosing | defined | {i.name for i in graph.input})
+
+    check(function.node, set(function.input))

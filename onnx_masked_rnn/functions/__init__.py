@@ -110,6 +110,43 @@ def formal_inputs(config: Configuration) -> list[ir.Value]:
     ]
 
 
+def _subgraphs(graph: ir.Graph):
+    for node in graph:
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield attr.value
+            elif attr.type == ir.AttributeType.GRAPHS:
+                yield from attr.value
+
+
+def _defined(graph: ir.Graph) -> list[ir.Value]:
+    return [*graph.inputs, *(v for node in graph for v in node.outputs)]
+
+
+def _all_names(graph: ir.Graph) -> set[str]:
+    names = {v.name for v in _defined(graph) if v.name}
+    for sub in _subgraphs(graph):
+        names |= _all_names(sub)
+    return names
+
+
+def _unshadow(graph: ir.Graph, enclosing: set[str], taken: set[str]) -> None:
+    """Rename the values of nested graphs that reuse a name of an enclosing graph. ONNX names are
+    unique across nested scopes, and onnxruntime's function inliner rejects a Scan body that
+    shadows a value defined after its node (onnx_ir's NameFixPass compares a subgraph only with
+    the names its parent defined before it)."""
+    visible = enclosing | {v.name for v in _defined(graph) if v.name}
+    for sub in _subgraphs(graph):
+        for value in _defined(sub):
+            if value.name in visible:
+                k = 1
+                while f"{value.name}_{k}" in taken:
+                    k += 1
+                value.name = f"{value.name}_{k}"
+                taken.add(value.name)
+        _unshadow(sub, visible, taken)
+
+
 def to_function_proto(function: ir.Function, config: Configuration, doc: str) -> onnx.FunctionProto:
     """The ``FunctionProto`` of ``function``: outputs named as the op's, value names made unique
     across the Scan bodies (onnx_ir's ``NameFixPass``), every attribute of the op declared (the
@@ -120,6 +157,7 @@ def to_function_proto(function: ir.Function, config: Configuration, doc: str) ->
     holder = ir.Model(ir.Graph([], [], nodes=[], opset_imports=dict(function.opset_imports)), ir_version=10)
     holder.functions[function.identifier()] = function
     ir.passes.common.NameFixPass()(holder)
+    _unshadow(function.graph, set(), _all_names(function.graph))
     for node in ir.traversal.RecursiveGraphIterator(function.graph):
         node.name = None
         node.metadata_props.clear()
