@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
@@ -101,33 +102,49 @@ def test_every_attribute_value_is_covered() -> None:
                 assert {name in p for p in present} == {True, False}, (op_type, direction, name)
 
 
+def one_node_model(
+    op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray], *, masked: bool = False
+) -> onnx.ModelProto:
+    """A model of one node on ``inputs`` (ONNX names; no mask): ``op_type``'s ONNX counterpart
+    (LSTM/GRU/RNN-22), or with ``masked`` the masked op itself with the same inputs and attributes."""
+    spec = OP_SPECS[op_type]
+    names = [n for n in spec.inputs if n != "mask"]
+    last = max(names.index(n) for n in inputs)
+    node = helper.make_node(
+        op_type if masked else spec.onnx_op_type,
+        [n if n in inputs else "" for n in names[: last + 1]],
+        list(spec.outputs),
+        domain=DOMAIN if masked else "",
+        **attributes,
+    )
+    graph = helper.make_graph(
+        [node],
+        "one_node",
+        [value_info(n, v) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
+    )
+    opsets = [helper.make_opsetid("", OPSET)]
+    if masked:
+        opsets.append(helper.make_opsetid(DOMAIN, OPSET_VERSION))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def run_model(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list:
+    """``model`` in onnxruntime (CPU, one thread) on ``inputs``."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
 def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]) -> list:
     """onnxruntime's native op for ``op_type`` (layout 0) on ``inputs`` (ONNX names; no mask)."""
-    spec = OP_SPECS[op_type]
     if ONNXRUNTIME_OTHER_DEFAULTS & set(attributes.get("activations", ())):
         explicit = parse_attributes(op_type, **attributes).to_onnx()
         attributes = {**attributes} | {
             k: explicit[k] for k in ("activation_alpha", "activation_beta") if k in explicit
         }
-    names = [n for n in spec.inputs if n != "mask"]
-    last = max(names.index(n) for n in inputs)
-    node = helper.make_node(
-        spec.onnx_op_type,
-        [n if n in inputs else "" for n in names[: last + 1]],
-        list(spec.outputs),
-        **attributes,
-    )
-    graph = helper.make_graph(
-        [node],
-        "native",
-        [value_info(n, v) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
+    return run_model(one_node_model(op_type, attributes, inputs), inputs)
 
 
 def run_reference_both_layouts(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
@@ -214,36 +231,6 @@ def test_rnn_takes_the_first_of_two_activations_on_one_direction(direction: str,
         np.testing.assert_array_equal(a, b)
 
 
-def _swapped_model(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
-    """The model ``run_onnxruntime`` runs, with its LSTM/GRU/RNN-22 node mechanically swapped for
-    the masked op: same inputs, same attributes (``masked_output`` not stated), domain changed."""
-    spec = OP_SPECS[op_type]
-    names = [n for n in spec.inputs if n != "mask"]
-    last = max(names.index(n) for n in inputs)
-    node = helper.make_node(
-        op_type,
-        [n if n in inputs else "" for n in names[: last + 1]],
-        list(spec.outputs),
-        domain=DOMAIN,
-        **attributes,
-    )
-    graph = helper.make_graph(
-        [node],
-        "swapped",
-        [value_info(n, v) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in spec.outputs],
-    )
-    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
-
-
-def _run_model(model, inputs: dict[str, np.ndarray]) -> list:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
-
-
 @pytest.mark.parametrize("op_type", list(OP_SPECS))
 def test_superset_of_the_onnx_op(op_type: str) -> None:
     """Contract v2's superset property: an LSTM/GRU/RNN-22 node renamed to its masked op, with no
@@ -265,7 +252,7 @@ def test_superset_of_the_onnx_op(op_type: str) -> None:
             rtol=1e-5,
             atol=1e-5,
         )
-        model = _swapped_model(op_type, attributes, inputs)
+        model = one_node_model(op_type, attributes, inputs, masked=True)  # the swap
         for path, built in (
             ("attach_functions", attach_functions(model)),
             ("inline scan", inline(model, "scan")),
@@ -273,7 +260,7 @@ def test_superset_of_the_onnx_op(op_type: str) -> None:
         ):
             assert_close(
                 f"onnxruntime float32 (superset, {path})",
-                _run_model(built, inputs),
+                run_model(built, inputs),
                 expected,
                 rtol=1e-5,
                 atol=1e-5,
