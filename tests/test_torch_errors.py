@@ -128,3 +128,15 @@ def test_export_strategy() -> None:
         ValueError, match=r"strategy must be one of \['function', 'scan', 'native'\], got 'loop'"
     ):
         export(MaskedRNN(I, H), (torch.randn(T, N, I),), strategy="loop")
+
+
+def test_export_path_that_cannot_be_written(tmp_path) -> None:
+    """The file is written whole or not at all, like every file the package writes: a path under a
+    regular file is an ``OSError`` naming it, and nothing is left behind."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    target = blocker / "model.onnx"
+    with pytest.raises(OSError, match="cannot write here") as error:
+        export(MaskedRNN(I, H), (torch.randn(T, N, I),), target)
+    assert error.value.filename == str(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -32,6 +32,7 @@ from typing import Any
 import onnx
 
 from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn._files import write_atomic
 
 __all__ = ["STRATEGIES", "SUPPORTED_KERAS", "ExportSummary", "export", "summarize"]
 
@@ -132,7 +133,7 @@ def export(
     from onnx_masked_rnn.keras._trace import trace
 
     onnx_model = trace(model, input_signature, strategy, report)
-    onnx.save(onnx_model, path)
+    write_atomic(Path(path), onnx_model.SerializeToString())  # whole or not at all
     return summarize(onnx_model, str(path), strategy, time.perf_counter() - start)
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import onnx
 import torch
 
+from onnx_masked_rnn._files import write_atomic
 from onnx_masked_rnn.inline import attach_functions, inline
 from onnx_masked_rnn.schemas import register_schemas
 from onnx_masked_rnn.torch.translations import TRANSLATIONS
@@ -67,5 +69,5 @@ def export(
     exported = attach_functions(exported) if strategy == "function" else inline(exported, strategy)
     onnx.checker.check_model(exported, full_check=True)
     if path is not None:
-        onnx.save(exported, os.fspath(path))
+        write_atomic(Path(path), exported.SerializeToString())  # whole or not at all
     return exported
