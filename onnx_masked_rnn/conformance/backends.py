@@ -35,7 +35,6 @@ from onnx_masked_rnn import reference
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
-from onnx_masked_rnn.conformance.outcomes import ORT_NO_FLOAT64_KERNEL
 from onnx_masked_rnn.reference import FUNCTIONS
 
 __all__ = [
@@ -65,10 +64,6 @@ class _CPUBackend:
     @classmethod
     def supports_device(cls, device: str) -> bool:
         return device == "CPU"
-
-
-# The name tests/test_bodies.py imports; the patterns live with the other runtimes' in ``outcomes``.
-_ORT_NO_DOUBLE_KERNEL = ORT_NO_FLOAT64_KERNEL
 
 
 class OnnxRuntimeBackend(_CPUBackend):
