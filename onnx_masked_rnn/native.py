@@ -44,7 +44,6 @@ import onnx_ir as ir
 from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
-from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions import (
     Configuration,
     build_scan_function,
@@ -229,20 +228,15 @@ class _MaskedToNative:
         return sources[0] if len(sources) == 1 else op.Concat(*sources, axis=1)
 
     def native(self, op, X: ir.Value, lens: ir.Value | None) -> list[ir.Value]:
-        """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``."""
+        """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``, every attribute
+        explicit (``activation_alpha``/``beta`` included)."""
+        spec = self.attrs.spec
         given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
-        return self.native_op(op, self.attrs, given, len(self.attrs.spec.outputs))
-
-    def native_op(
-        self, op, attrs: RNNAttributes, given: dict[str, ir.Value | None], outputs: int
-    ) -> list[ir.Value]:
-        """The native op, every attribute explicit (``activation_alpha``/``beta`` included)."""
-        spec = attrs.spec
         args = [given.get(name) for name in spec.inputs[: spec.mask_index]]
         while args[-1] is None:
             args.pop()
-        attributes = attrs.to_onnx(include_masked_output=False) | {"layout": 0}
-        return getattr(op, spec.onnx_op_type)(*args, **attributes, _outputs=outputs)
+        attributes = self.attrs.to_onnx(include_masked_output=False) | {"layout": 0}
+        return getattr(op, spec.onnx_op_type)(*args, **attributes, _outputs=len(spec.outputs))
 
     def time_major(self, op, X: ir.Value) -> ir.Value:
         return op.Transpose(X, perm=[1, 0, 2]) if self.batch_major else X
