@@ -4,7 +4,7 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
 
 1. move each row's unmasked steps to the front, in time order (a stable partition, by a
    ``ScatterElements`` of each step to its rank), and gather ``X`` in that order, keeping only the
-   first ``max(counts)`` steps: no row processes more;
+   first ``max(counts)`` steps (at least one): no row processes more;
 2. run the native op with ``sequence_lens`` = each row's count of unmasked steps (at least 1: ONNX
    does not define a length of 0, so a row with nothing to process runs one step whose results
    are discarded). It computes the masked recurrence exactly: a masked step leaves the state
@@ -18,17 +18,19 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
 4. select ``initial_h``/``initial_c`` (zeros when absent) as ``Y_h``/``Y_c`` for rows with no
    unmasked step.
 
-When nothing at all is processed (``batch_size`` 0, ``seq_length`` 0, or every step masked) an
-``If`` returns an empty or zero ``Y`` and the initial states instead: the native op never sees a
-sequence of length 0 or an empty batch. A node whose activations onnxruntime's kernels compute
-differently from the specification (``Softplus``, which overflows above about 88.7 there) gets the
-Scan body instead. ``CumSum`` is int32 (tract miscomputes it in int64).
+The native op never sees a sequence of length 0 or an empty batch: the compacted input keeps at
+least one step, and when ``X`` has no step or no row (``batch_size`` or ``seq_length`` 0) an ``If``
+hands it one step of zeros instead, whose results are discarded. Only the inputs are inside that
+``If``: onnxruntime runs the expansion about 0.5% slower with all of it inside (measured). A node
+whose activations onnxruntime's kernels compute differently from the specification
+(``Softplus``, which overflows above about 88.7 there) gets the Scan body instead. ``CumSum`` is
+int32 (tract miscomputes it in int64).
 
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
 and into the batch-major tensors: the transposes of ``X`` and ``Y`` ride on the two gathers.
 The body is specialised in Python to the node's attributes and present inputs, with onnxscript's
 graph builder: it has no attribute references. Without ``mask`` and ``sequence_lens`` it is the
-native op alone (inside the ``If``).
+native op alone, ``If`` ``X`` has a step and a row (else the empty result).
 
 onnxruntime 1.32 has no float64 kernel for LSTM, GRU or RNN on CPU: there, float64 models need the
 Scan expansion (float16 runs, computed in float32 like the reference).
@@ -114,55 +116,57 @@ class _MaskedToNative:
         }
 
     def outputs(self) -> list[ir.Value]:
-        """``If`` nothing is processed, the empty result, else the native op on the compacted
-        input (output ranks stated on both branches)."""
+        """The op's outputs: the native op alone when nothing is masked (``If`` there is no step or
+        no row, the empty result instead), else the four steps on the compacted input."""
         op = self.op
         m = effective_mask(
             op, self.inputs["X"], self.inputs.get("sequence_lens"), self.inputs.get("mask"), self.attrs.layout
         )
-        if m is None:
-            nothing = op.Equal(op.Mul(self.T, self.N), self.zero)
-            counts = None
-        else:
-            m_int = op.Cast(m, to=_INT64)
-            counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
-            nothing = op.Equal(op.ReduceSum(counts, keepdims=0), self.zero)
-        spec = self.attrs.spec
-        empty = op.builder.subgraph(
-            lambda op: nothing_processed(op, self.config, self.inputs),
-            [],
-            declared_outputs(self.config),
-            name="nothing_processed",
-        )
+        if m is not None:
+            return self.masked(op, m)
         declared = declared_outputs(self.config)
-        if m is None:
-            work = op.builder.subgraph(lambda op: self.unmasked(op), [], declared, name="native")
-        else:
-            work = op.builder.subgraph(lambda op: self.masked(op, m, counts), [], declared, name="compacted")
-        return op.If(nothing, then_branch=empty, else_branch=work, _outputs=list(spec.outputs))
+        empty = op.builder.subgraph(
+            lambda op: nothing_processed(op, self.config, self.inputs), [], declared, name="nothing_processed"
+        )
+        work = op.builder.subgraph(lambda op: self.unmasked(op), [], declared, name="native")
+        return op.If(
+            self.no_step(op), then_branch=empty, else_branch=work, _outputs=list(self.attrs.spec.outputs)
+        )
+
+    def no_step(self, op) -> ir.Value:
+        """Whether ``X`` has no step or no row."""
+        return op.Equal(op.Mul(self.T, self.N), self.zero)
 
     def unmasked(self, op) -> list[ir.Value]:
         """Nothing masked: the native op is the whole story."""
-        Y, *states = self.native(op, self.time_major(op, self.inputs["X"]), None)
+        Y, *states = self.native(op, self.time_major(op, self.inputs["X"]), None, list(self.initial.values()))
         if self.batch_major:
             return [op.Transpose(Y, perm=[2, 0, 1, 3])] + [self.transpose_state(s, op) for s in states]
         return [op.Identity(v) for v in (Y, *states)]
 
-    def masked(self, op, m: ir.Value, counts: ir.Value) -> list[ir.Value]:
-        """The four steps of the module docstring; at least one row processes a step."""
+    def masked(self, op, m: ir.Value) -> list[ir.Value]:
+        """The four steps of the module docstring."""
         m_int = op.Cast(m, to=_INT64)
+        counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
         # [T, N]: unmasked steps up to t. CumSum in int32 (tract miscomputes it in int64); the
         # indices in int64 (onnxruntime's Gather is slower with int32 ones).
         cumsum = op.Cast(
             op.CumSum(op.Cast(m, to=_INT32), op.Constant(value_int=0)), to=_INT64, _outputs=["cumsum"]
         )
         rank = op.Sub(cumsum, self.one, _outputs=["rank"])  # an unmasked step's position once compacted
-        lens = op.Cast(op.Max(counts, self.one), to=_INT32)  # a row with no unmasked step runs one, discarded
-        if "mask" in self.inputs:
-            X = self.compacted_x(op, m, rank, cumsum, counts)
-        else:  # sequence_lens alone: every row is compact already
-            X = self.time_major(op, self.inputs["X"])
-        Y_compact, *states = self.native(op, X, lens)
+
+        def compacted(op) -> list[ir.Value]:
+            if "mask" in self.inputs:
+                X = self.compacted_x(op, m, rank, cumsum, counts)
+            else:  # sequence_lens alone: every row is compact already
+                X = op.Identity(self.time_major(op, self.inputs["X"]))
+            lens = op.Cast(
+                op.Max(counts, self.one), to=_INT32
+            )  # a row with no unmasked step runs one, discarded
+            return [X, lens, *(op.Identity(self.initial[n]) for n in self.initial)]
+
+        X, lens, *initial = self.never_empty(op, compacted)
+        Y_compact, *states = self.native(op, X, lens, initial)
 
         # Y[t, d, n] = padded[source[t, d, n], d, n], with the pad row last (source -1):
         # one Gather on `padded` flattened to [(T+1)·D·N, H], addressed by source·D·N + d·N + n.
@@ -201,8 +205,8 @@ class _MaskedToNative:
             op.Add(op.Mul(rows, self.T), steps) if self.batch_major else op.Add(op.Mul(steps, self.N), rows)
         )
         order = op.ScatterElements(source, destination, source, axis=0)
-        # Only the first max(counts) compacted steps are ever processed.
-        longest = op.ReduceMax(counts, keepdims=1)
+        # Only the first max(counts) compacted steps are ever processed (one when none is).
+        longest = op.Max(op.ReduceMax(counts, keepdims=1), self.one)
         order = op.Slice(
             order, op.Reshape(self.zero, [1]), longest, op.Reshape(self.zero, [1]), _outputs=["order"]
         )
@@ -227,11 +231,44 @@ class _MaskedToNative:
             sources.append(op.Unsqueeze(source, [1]))
         return sources[0] if len(sources) == 1 else op.Concat(*sources, axis=1)
 
-    def native(self, op, X: ir.Value, lens: ir.Value | None) -> list[ir.Value]:
-        """The native op on time-major ``X`` with ``sequence_lens`` = ``lens``, every attribute
-        explicit (``activation_alpha``/``beta`` included)."""
+    def never_empty(self, op, build) -> list[ir.Value]:
+        """The native op's inputs ``build(op)`` returns (time-major ``X``, ``sequence_lens``, the
+        present initial states), or, ``If`` ``X`` has no step or no row, one step of zeros for
+        ``max(N, 1)`` rows from zero states, whose results the caller discards: the native ops
+        are not defined on an empty sequence or batch."""
+        dtype, zero = self.dtype, ir.tensor(np.zeros(1, dtype=self.dtype.numpy()))
+        declared = [
+            ir.Value(name="X_native", type=ir.TensorType(dtype), shape=ir.Shape([None] * 3)),
+            ir.Value(name="lens", type=ir.TensorType(_INT32), shape=ir.Shape([None])),
+        ] + [
+            ir.Value(name=f"{n}_native", type=ir.TensorType(dtype), shape=ir.Shape([None] * 3))
+            for n in self.initial
+        ]
+
+        def placeholder(op) -> list[ir.Value]:
+            rows = op.Reshape(op.Max(self.N, self.one), [1])
+            X = op.ConstantOfShape(
+                op.Concat([1], rows, op.Shape(self.inputs["X"], start=2, end=3), axis=0), value=zero
+            )
+            lens = op.ConstantOfShape(rows, value=ir.tensor(np.ones(1, dtype=np.int32)))
+            state_shape = op.Concat(
+                [self.attrs.num_directions], rows, op.Shape(self.inputs["R"], start=2, end=3), axis=0
+            )
+            return [X, lens, *(op.ConstantOfShape(state_shape, value=zero) for _ in self.initial)]
+
+        return op.If(
+            self.no_step(op),
+            then_branch=op.builder.subgraph(placeholder, [], declared, name="placeholder"),
+            else_branch=op.builder.subgraph(build, [], declared, name="compacted"),
+            _outputs=[v.name for v in declared],
+        )
+
+    def native(self, op, X: ir.Value, lens: ir.Value | None, initial: list[ir.Value]) -> list[ir.Value]:
+        """The native op on time-major ``X`` with ``sequence_lens`` = ``lens`` and the present
+        initial states ``initial`` (direction-major), every attribute explicit
+        (``activation_alpha``/``beta`` included)."""
         spec = self.attrs.spec
-        given = {**self.inputs, **self.initial, "X": X, "sequence_lens": lens}
+        given = {**self.inputs, **dict(zip(self.initial, initial)), "X": X, "sequence_lens": lens}
         args = [given.get(name) for name in spec.inputs[: spec.mask_index]]
         while args[-1] is None:
             args.pop()
