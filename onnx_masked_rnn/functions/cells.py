@@ -213,9 +213,9 @@ def gru_cell(
         else:
             x_h = op.Add(x_h, op.MatMul(op.Mul(r, h_prev), R_h_t))
         candidate = activation(op, g, clip(x_h), dtype)
-        return [
-            op.Add(candidate, op.Mul(z, op.Sub(h_prev, candidate)), _outputs=["h_new"])
-        ]  # (1-z)⊙h + z⊙Ht-1
+        # (1 - z)⊙h + z⊙Ht-1 as the specification writes it (rearranged, it differs at overflow)
+        keep = op.Mul(op.Sub(constant(op, 1.0, dtype), z), candidate)
+        return [op.Add(keep, op.Mul(z, h_prev), _outputs=["h_new"])]
 
     return Cell(((xw_zr, "x_zr"), (xw_h, "x_h")), tuple(weights), step)
 

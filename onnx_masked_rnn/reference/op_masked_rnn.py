@@ -47,7 +47,7 @@ _ACTIVATION_FUNCTIONS: dict[str, Callable[[np.ndarray, float, float], np.ndarray
     "HardSigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
     "Elu": lambda x, a, b: np.where(x >= 0, x, a * (np.exp(x) - 1)),
     "Softsign": lambda x, a, b: x / (1 + np.abs(x)),
-    "Softplus": lambda x, a, b: np.logaddexp(0, x),
+    "Softplus": lambda x, a, b: np.maximum(x, 0) + np.log(1 + np.exp(-np.abs(x))),  # as the bodies
 }
 
 
