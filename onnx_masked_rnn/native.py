@@ -158,12 +158,13 @@ class _MaskedToNative:
         def compacted(op) -> list[ir.Value]:
             if "mask" in self.inputs:
                 X = self.compacted_x(op, m, rank, cumsum, counts)
-            else:  # sequence_lens alone: every row is compact already
-                X = op.Identity(self.time_major(op, self.inputs["X"]))
-            lens = op.Cast(
-                op.Max(counts, self.one), to=_INT32
-            )  # a row with no unmasked step runs one, discarded
-            return [X, lens, *(op.Identity(self.initial[n]) for n in self.initial)]
+            elif self.batch_major:  # sequence_lens alone: every row is compact already
+                X = self.time_major(op, self.inputs["X"])
+            else:  # a branch output must be computed inside the branch
+                X = op.Identity(self.inputs["X"])
+            # A row with no unmasked step runs one step, discarded.
+            lens = op.Cast(op.Max(counts, self.one), to=_INT32)
+            return [X, lens, *(op.Identity(state) for state in self.initial.values())]
 
         X, lens, *initial = self.never_empty(op, compacted)
         Y_compact, *states = self.native(op, X, lens, initial)
