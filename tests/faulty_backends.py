@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import onnx
@@ -41,3 +42,15 @@ class Raising(_Faulty):
     @staticmethod
     def misbehave() -> None:
         raise RuntimeError("Exception from src/frontend/op.cpp:12:\nthe runtime cannot build this graph")
+
+
+def segfaulting_fuzz_jobs(_: None) -> Callable[[tuple[int, int, str]], tuple[str, str]]:
+    """A fuzz worker's job handler whose ``inline scan`` path kills its process as a segfault would."""
+    from onnx_masked_rnn import fuzz
+
+    def handle(job: tuple[int, int, str]) -> tuple[str, str]:
+        if job[2] == "inline scan":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return fuzz._run_job(job)
+
+    return handle
