@@ -130,8 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
     except Exception as exc:  # the last resort: still one line, never a traceback
-        print(f"{prefix} unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"{prefix} unexpected {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
     return 1
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a runtime's can run to pages), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -77,6 +77,10 @@ def _denied(*args, **kwargs):
     raise PermissionError(errno.EACCES, "Permission denied")
 
 
+def _runtime_failure(*args, **kwargs):
+    raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : first line\nStack trace:\n  frame 1\n  frame 2")
+
+
 # kind -> (argv with {d} for the test's folder, set-up of the folder, monkeypatch or None,
 #          exit status, text the one-line message must hold)
 FAILURES = {
@@ -137,6 +141,13 @@ FAILURES = {
         ("os.fsync", _no_space),
         1,
         "out.onnx: No space left on device",
+    ),
+    "an unexpected error of many lines": (
+        ["inline", str(MODEL), "{d}/out.onnx"],
+        {},
+        (sys.modules["onnx_masked_rnn.inline"], "inline", _runtime_failure),
+        1,
+        "unexpected RuntimeError: [ONNXRuntimeError] : 1 : FAIL : first line",
     ),
     "invalid --filter": (["conformance", "--filter", "("], {}, None, 2, "argument --filter"),
     "unknown --strategy": (

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from onnx_masked_rnn.cli import first_line
 from onnx_masked_rnn.keras.export import STRATEGIES
 
 __all__ = ["add_arguments", "run"]
@@ -47,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError):
         raise
     except Exception as exc:  # the exporter's own failure: one clear line, no traceback
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"onnx-masked-rnn convert: error: export of {args.model} failed: {first}", file=sys.stderr)
+        print(
+            f"onnx-masked-rnn convert: error: export of {args.model} failed: {first_line(exc)}",
+            file=sys.stderr,
+        )
         return 1
     print(summary)
     return 0
