@@ -8,20 +8,27 @@ of the same op configured differently (present inputs, ``beta``, ...), which nee
 function overload. Each case runs through :data:`PATHS`:
 
 - ``onnx-reference ops``: ``onnx.reference.ReferenceEvaluator(model, new_ops=reference.OPS)``;
-- ``attach_functions``, ``inline scan``, ``inline native``: the three shipped forms in onnxruntime;
+- ``attach_functions``, ``inline scan``, ``inline native``: the three shipped forms in onnxruntime,
+  and ``inline scan capture``: ``inline(model, "scan", scan_form="capture")``;
 - ``onnx-reference scan``: ``inline(model, "scan")`` in the ReferenceEvaluator (its Scan extended
   with scan directions: :class:`onnx_masked_rnn.testing.Scan`).
 
-and each result is compared with the reference functions' (``numpy.testing.assert_allclose``
-with :data:`TOLERANCE`; an infinity must be matched by the same infinity, so float32 overflow with
-unbounded activations passes only where every path agrees on the sign; a float16 case whose exact
-result exceeds float16's range, and a float32 case where the float32 reference itself is off the
-float64 result by more than the tolerance (ill-conditioned), are unsupported). Cases run in worker
-processes: a path that kills its process (a segfault) is recorded as ``crash`` and the case goes on
-in a new worker from the next path. Every outcome is ``agree``, ``mismatch``, ``error`` (an
-exception), ``crash``, or ``unsupported`` with its reason. The run ends with the counts per path
-and a line per failure that names the case; ``--case I`` replays case ``I`` (with ``--seed``) and
-prints its whole configuration. Exit status 1 when anything failed.
+and each result is compared with the reference functions' (``numpy.isclose`` with
+:data:`TOLERANCE`). An element also agrees where it matches a result that is as right as the
+reference's: the exact result (the reference in float64) rounded to the case's dtype, and for
+float16 the reference computed in float16 at every operation (ONNX does not say where a float16
+computation rounds). So a float32 overflow to ±inf with unbounded activations agrees where the
+reference or the exact result has that infinity, a NaN where the reference is NaN too; and where
+the exact result is beyond the dtype's range (no value is right) any non-finite value agrees.
+
+Cases run in worker processes: a path that kills its process (a segfault) is recorded as ``crash``
+and the case goes on in a new worker from the next path. Every outcome is ``agree``,
+``mismatch``, ``error`` (an exception), ``crash``, or ``unsupported`` with its reason; an
+``agree`` that needed an equally right result keeps what differed from the reference as its
+detail. The run ends with the counts per path (those agreements counted apart), a line per failure
+that names the case, and a line per such agreement where a value is non-finite (where paths
+overflow differently); ``--case I`` replays case ``I`` (with ``--seed``) and prints its whole
+configuration. Exit status 1 when anything failed.
 """
 
 from __future__ import annotations
@@ -29,9 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import queue
-import subprocess
 import sys
 import threading
 import time
@@ -42,9 +47,28 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PATHS", "TOLERANCE", "Case", "add_arguments", "draw_case", "run", "run_case"]
+from onnx_masked_rnn._worker import Crash, Worker
 
-PATHS = ("onnx-reference ops", "attach_functions", "inline scan", "inline native", "onnx-reference scan")
+__all__ = [
+    "PATHS",
+    "TOLERANCE",
+    "Case",
+    "add_arguments",
+    "draw_case",
+    "make_worker",
+    "run",
+    "run_case",
+    "run_paths",
+]
+
+PATHS = (
+    "onnx-reference ops",
+    "attach_functions",
+    "inline scan",
+    "inline scan capture",
+    "inline native",
+    "onnx-reference scan",
+)
 STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
 # dtype name -> (rtol, atol). float16: the reference rounds once from float32, onnxruntime at every
 # step (the conformance suite's 5e-3 at magnitude 1, with room for larger weights).
@@ -52,11 +76,6 @@ TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2
 # The documented limits a path may report as "unsupported" (anything else that fails is a failure).
 NO_DOUBLE_KERNEL = "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
 NO_EMPTY_SCAN = "onnx.reference's Scan refuses a scan of length 0"
-BEYOND_FLOAT16 = "the exact result exceeds float16's range (the reference overflows)"
-ILL_CONDITIONED = (
-    "ill-conditioned in float32: the float32 reference itself is off the float64 result by more than "
-    "the tolerance (large weights, unbounded activations)"
-)
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
 
 
@@ -262,6 +281,8 @@ def _run_path(path: str, case: Case) -> list[np.ndarray]:
         return _session_run(attach_functions(model), case.feeds)
     if path == "inline scan":
         return _session_run(inline(model, "scan"), case.feeds)
+    if path == "inline scan capture":
+        return _session_run(inline(model, "scan", scan_form="capture"), case.feeds)
     if path == "inline native":
         return _session_run(inline(model, "native"), case.feeds)
     if path == "onnx-reference scan":
@@ -286,8 +307,17 @@ def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
     return None
 
 
-def _compare(actual: list[np.ndarray], expected: list[np.ndarray], dtype: np.dtype) -> str | None:
-    """``None`` when the outputs agree; otherwise what differs."""
+def _compare(
+    actual: list[np.ndarray],
+    expected: list[np.ndarray],
+    dtype: np.dtype,
+    also: tuple[list[np.ndarray], ...] = (),
+    exact: list[np.ndarray] | None = None,
+) -> str | None:
+    """``None`` when every element of ``actual`` is close to ``expected`` or to the same element of
+    one of ``also`` (equally right results), or is non-finite where ``exact`` (the exact result
+    rounded to ``dtype``) is: beyond the dtype's range no value is right, and a path that overflowed
+    there too agrees. Otherwise what differs from ``expected``."""
     rtol, atol = TOLERANCE[dtype.name]
     if len(actual) != len(expected):
         return f"{len(actual)} outputs, expected {len(expected)}"
@@ -295,23 +325,20 @@ def _compare(actual: list[np.ndarray], expected: list[np.ndarray], dtype: np.dty
         a = np.asarray(a)
         if a.shape != e.shape or a.dtype != e.dtype:
             return f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
-        try:
-            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol)
-        except AssertionError:
+        wide = a.astype(np.float64)
+        bad = ~np.isclose(wide, e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        for other in also:
+            bad &= ~np.isclose(wide, other[i].astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        if exact is not None:
+            bad &= ~(~np.isfinite(exact[i]) & ~np.isfinite(wide))
+        if bad.any():
             with np.errstate(all="ignore"):
-                diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
-            bad = ~np.isclose(
-                a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
-            )
+                diff = np.abs(wide - e.astype(np.float64))
             where = tuple(int(j) for j in np.argwhere(bad)[0])
             return (
                 f"output {i} at {list(where)}: {a[where]!r} vs reference {e[where]!r} "
                 f"({int(bad.sum())} of {a.size} differ, max |diff| {np.nanmax(np.where(bad, diff, 0)):.3g})"
-                + (
-                    ""
-                    if np.isfinite(a[bad]).all() and np.isfinite(e[bad]).all()
-                    else " [non-finite: overflow]"
-                )
+                + ("" if np.isfinite(a[bad]).all() and np.isfinite(e[bad]).all() else " [non-finite]")
             )
     return None
 
@@ -332,110 +359,71 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return "error", f"{type(exc).__name__}: {first[:300]}"
     dtype = case.feeds["X"].dtype
-    problem = _compare(actual, expected, dtype)
-    if problem and dtype == np.float16 and not all(np.isfinite(e).all() for e in expected):
-        # The reference computes in float32 and its result does not fit in float16: there is no
-        # right float16 answer for a runtime that computes in float16 to match.
-        return "unsupported", BEYOND_FLOAT16
-    if problem and dtype == np.float32 and _compare(expected, _in_float64(case), dtype):
-        return "unsupported", ILL_CONDITIONED
-    return ("mismatch", problem) if problem else ("agree", "")
+    differs = _compare(actual, expected, dtype)
+    if differs is None:
+        return "agree", ""
+    exact, *others = _equally_right(case)
+    problem = _compare(actual, expected, dtype, (exact, *others), exact)
+    # An agreement that needed an equally right result keeps what differed from the reference.
+    return ("mismatch", problem) if problem else ("agree", differs)
 
 
-def _in_float64(case: Case) -> list[np.ndarray]:
-    """The reference's outputs for the case's inputs widened to float64, rounded back to the
-    case's dtype only for the comparison (``_compare`` compares in float64)."""
+def _equally_right(case: Case) -> list[list[np.ndarray]]:
+    """Results as right as the reference's for the case's dtype: first the exact result (the
+    reference in float64) rounded to the dtype, then for float16 the reference rounding to float16
+    at every operation instead of computing in float32."""
+    from unittest import mock
+
+    from onnx_masked_rnn.reference import op_masked_rnn
+
+    dtype = case.feeds["X"].dtype
     wide = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in case.feeds.items()}
     with np.errstate(all="ignore"):
-        exact = dataclasses.replace(case, feeds=wide).expected()
-    return [e.astype(case.feeds["X"].dtype) for e in exact]
+        results = [[e.astype(dtype) for e in dataclasses.replace(case, feeds=wide).expected()]]
+        if dtype == np.float16:
+            with mock.patch.object(op_masked_rnn, "_COMPUTED_IN_FLOAT32", ()):
+                results.append(case.expected())
+    return results
 
 
-def _worker() -> None:
-    """Worker loop: reads ``{"seed", "case", "paths"}`` lines, announces each path before running
-    it (so the parent knows which one killed the process) and reports each result."""
+def _job_handler(_: None) -> Callable[[tuple[int, int, str]], tuple[str, str]]:
+    """In a worker process: the handler of one ``(seed, case, path)`` job."""
     import warnings
 
     warnings.simplefilter("ignore")
-    out = sys.stdout
-    for line in sys.stdin:
-        job = json.loads(line)
-        case = draw_case(job["seed"], job["case"])
-        for path in job["paths"]:
-            out.write(json.dumps({"start": path}) + "\n")
-            out.flush()
-            try:
-                status, detail = run_case(case, path)
-            except BaseException:  # never let the worker die on a Python error
-                status, detail = "error", traceback.format_exc(limit=1).strip().splitlines()[-1]
-            out.write(json.dumps({"path": path, "status": status, "detail": detail}) + "\n")
-            out.flush()
-        out.write(json.dumps({"done": job["case"]}) + "\n")
-        out.flush()
+    return _run_job
 
 
-class _Worker:
-    """A worker process; ``run`` returns each path's result for one case, restarting the process
-    when a path kills it."""
+def _run_job(job: tuple[int, int, str]) -> tuple[str, str]:
+    seed, index, path = job
+    try:
+        return run_case(draw_case(seed, index), path)
+    except Exception:  # a Python error is that path's error; the worker goes on
+        return "error", traceback.format_exc(limit=1).strip().splitlines()[-1]
 
-    def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
 
-    def _start(self) -> subprocess.Popen:
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-        return subprocess.Popen(
-            [sys.executable, "-c", "from onnx_masked_rnn.fuzz import _worker; _worker()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-            env=env,
-        )
+def make_worker() -> Worker:
+    """A worker process for :func:`run_paths` (numpy and onnxruntime on one thread)."""
+    return Worker(
+        _job_handler,
+        None,
+        TIMEOUT,
+        environment={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"},
+        name="the process",
+    )
 
-    def run(self, seed: int, index: int, paths: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-        results: dict[str, tuple[str, str]] = {}
-        todo = list(paths)
-        while todo:
-            if self.process is None or self.process.poll() is not None:
-                self.process = self._start()
-            assert self.process.stdin and self.process.stdout
-            self.process.stdin.write(json.dumps({"seed": seed, "case": index, "paths": todo}) + "\n")
-            self.process.stdin.flush()
-            current = None
-            timer = threading.Timer(TIMEOUT * len(todo), self.process.kill)
-            timer.start()
-            try:
-                for line in self.process.stdout:
-                    message = json.loads(line)
-                    if "start" in message:
-                        current = message["start"]
-                    elif "path" in message:
-                        results[message["path"]] = (message["status"], message["detail"])
-                        todo.remove(message["path"])
-                    elif "done" in message:
-                        break
-            finally:
-                timer.cancel()
-            if todo:  # the process died (or hung and was killed) while running `current`
-                code = self.process.wait()
-                self.process = None
-                crashed = current or todo[0]
-                how = (
-                    f"the process died with signal {-code}" if code < 0 else f"the process exited with {code}"
-                )
-                results[crashed] = ("crash", how)
-                todo.remove(crashed)
-        return results
 
-    def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            assert self.process.stdin
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def run_paths(
+    worker: Worker, seed: int, index: int, paths: tuple[str, ...] = PATHS
+) -> dict[str, tuple[str, str]]:
+    """Each path's ``(status, detail)`` on case ``index`` of ``seed``, one job per path in
+    ``worker``: a path that kills the process (or hangs) is a ``crash``, and the next path runs in a
+    fresh process."""
+    results: dict[str, tuple[str, str]] = {}
+    for path in paths:
+        result = worker.run((seed, index, path))
+        results[path] = ("crash", result.detail) if isinstance(result, Crash) else tuple(result)
+    return results
 
 
 def fuzz(
@@ -457,14 +445,14 @@ def fuzz(
     start = time.monotonic()
 
     def work() -> None:
-        worker = _Worker()
+        slot = make_worker()
         try:
             while True:
                 try:
                     index = pending.get_nowait()
                 except queue.Empty:
                     return
-                outcome = worker.run(seed, index, paths)
+                outcome = run_paths(slot, seed, index, paths)
                 with lock:
                     results[index] = outcome
                     if on_result is not None:
@@ -482,7 +470,7 @@ def fuzz(
                             flush=True,
                         )
         finally:
-            worker.close()
+            slot.close()
 
     threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
     for t in threads:
@@ -528,6 +516,15 @@ def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tup
     for p in paths:
         for reason, n in reasons[p].items():
             print(f"unsupported  {p}: {n} x {reason}")
+    for p in paths:
+        n = sum(1 for i in results for s, d in [results[i].get(p, ("", ""))] if s == "agree" and d)
+        if n:
+            print(f"agree        {p}: {n} x only with an equally right result (exact, or float16 rounding)")
+    for index in sorted(results):
+        for p in paths:
+            status, detail = results[index].get(p, ("agree", ""))
+            if status == "agree" and detail.endswith("[non-finite]"):
+                print(f"AGREE*    {p}: case {index} ({draw_case(seed, index).summary()}): {detail}")
     failures = 0
     for index in sorted(results):
         for p in paths:
