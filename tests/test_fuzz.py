@@ -39,6 +39,7 @@ def test_a_seeded_slice_agrees_on_every_path():
     assert set(unsupported) <= {
         fuzz.NO_DOUBLE_KERNEL,
         fuzz.NO_EMPTY_SCAN,
+        fuzz.OVERFLOW,
     }
 
 
@@ -76,20 +77,35 @@ def test_a_crash_is_recorded_and_the_case_goes_on():
 
 
 def test_the_comparison_accepts_only_equally_right_results():
-    """Each element must be close to the reference, to the exact result rounded, or, where the exact
-    result is beyond the dtype's range, non-finite as well; nothing else agrees."""
+    """Each element must be close to the reference or to an equally right result (here the exact
+    result rounded); nothing else agrees."""
     f32 = np.float32
-    reference = [np.array([1.0, np.nan, np.nan, 2.0, np.nan], f32)]
-    exact = [np.array([1.0, np.inf, 3.0e38, 2.0, np.inf], f32)]  # rounded: element 1 overflowed
+    reference = [np.array([1.0, np.nan, 2.0, np.inf], f32)]
+    exact = [np.array([1.0, 5.0, 2.0, -np.inf], f32)]
 
     def compare(*values: float) -> str | None:
-        return fuzz._compare([np.array(values, f32)], reference, np.dtype(f32), (exact,), exact)
+        return fuzz._compare([np.array(values, f32)], reference, np.dtype(f32), exact)
 
-    assert compare(1.0, np.inf, 3.0e38, 2.0, np.nan) is None  # the exact values, or non-finite beyond
-    assert compare(1.0, -np.inf, 3.0e38, 2.0, -np.inf) is None  # beyond the range: any overflow
-    assert compare(1.0, np.inf, np.nan, 2.0, np.inf) is None  # NaN where the reference is NaN
-    assert "output 0 at [1]" in compare(1.0, 5.0, 3.0e38, 2.0, np.inf)  # finite where no value is
-    assert "output 0 at [2]" in compare(1.0, np.inf, np.inf, 2.0, np.inf)  # inf where 3e38 fits
-    assert "output 0 at [3]" in compare(1.0, np.inf, 3.0e38, np.nan, np.inf)  # NaN where 2 is right
-    assert "output 0 at [0]" in compare(1.001, np.inf, 3.0e38, 2.0, np.inf)  # beyond the tolerance
-    assert fuzz._compare([reference[0]], reference, np.dtype(f32)) is None
+    assert compare(1.0, np.nan, 2.0, np.inf) is None  # the reference
+    assert compare(1.0, 5.0, 2.0, -np.inf) is None  # the exact result
+    assert "output 0 at [1]" in compare(1.0, np.inf, 2.0, np.inf)  # neither
+    assert "output 0 at [2]" in compare(1.0, 5.0, np.nan, np.inf)  # NaN where 2 is right
+    assert "output 0 at [0]" in compare(1.001, 5.0, 2.0, np.inf)  # beyond the tolerance
+    assert "output 0 at [3]" in compare(1.0, 5.0, 2.0, f32(3.4028235e38))  # finite where both overflow
+
+
+def test_overflow_excuses_only_the_node_that_overflowed():
+    """A difference is "overflow" only when the node whose output differs has an exact result
+    beyond the dtype's range; another node's overflow does not excuse it."""
+    cases = (fuzz.draw_case(SEED, i) for i in range(CASES))
+    case = next(c for c in cases if len(c.nodes) == 2 and all(e.size for e in c.expected()))
+    expected = [e.astype(np.float64) for e in case.expected()]
+    first = len(case.nodes[0]["outputs"])  # outputs of node 0, then of node 1
+    overflowed = [e.copy() for e in expected]
+    overflowed[0].flat[0] = np.inf  # node 0's exact result exceeds the range
+    wrong = [e.copy() for e in expected]
+    wrong[0].flat[0] += 100.0  # node 0 differs
+    assert fuzz._differs_only_where_overflowed(case, wrong, expected, overflowed, [])
+    wrong = [e.copy() for e in expected]
+    wrong[first].flat[0] += 100.0  # node 1 differs, node 0 overflowed
+    assert not fuzz._differs_only_where_overflowed(case, wrong, expected, overflowed, [])
