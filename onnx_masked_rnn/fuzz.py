@@ -14,14 +14,18 @@ function overload. Each case runs through :data:`PATHS`:
   with scan directions: :class:`onnx_masked_rnn.testing.Scan`).
 
 and each result is compared with the reference functions' (``numpy.isclose`` with
-:data:`TOLERANCE`). An element also agrees where it matches a result that is as right as the
-reference's: the exact result (the reference in float64) rounded to the case's dtype, and for
-float16 the reference computed in float16 at every operation (ONNX does not say where a float16
-computation rounds). So a float32 overflow to ±inf agrees where the reference or the exact result
-has that infinity, a NaN where the reference is NaN too. A case whose exact result exceeds the
-dtype's range somewhere (the recurrence overflows: large weights, unbounded activations) has no
-right answer in that dtype from there on, and implementations overflow differently (±inf, NaN, or
-the largest finite value): a path that still differs there is :data:`OVERFLOW` (unsupported).
+:data:`TOLERANCE`). An element that differs also agrees where it matches a result as right as the
+reference's: the exact result (the reference in float64) rounded to the case's dtype; for float16,
+the reference computed in float16 at every operation (ONNX does not say where a float16
+computation rounds); or any value within the tolerance plus the element's sensitivity of the exact
+result, measured by moving every input by one ulp of the dtype (:func:`_sensitivity`: with large
+weights and unbounded activations a recurrence can amplify a rounding a thousandfold, so that two
+correct implementations, e.g. one using a fast ``tanh``, differ by more than the tolerance). So a
+float32 overflow to ±inf agrees where the reference or the exact result has that infinity, a NaN
+where the reference is NaN too. A node whose exact result exceeds the dtype's range (the
+recurrence overflows) has no right answer in that dtype from there on, and implementations
+overflow differently (±inf, NaN, or the largest finite value): a path that still differs there is
+:data:`OVERFLOW` (unsupported).
 
 Cases run in worker processes: a path that kills its process (a segfault) is recorded as ``crash``
 and the case goes on in a new worker from the next path. Every outcome is ``agree``,
@@ -82,6 +86,8 @@ OVERFLOW = (
     "the exact result exceeds the dtype's range (the recurrence overflows: no value is right, and "
     "implementations overflow differently)"
 )
+EQUALLY_RIGHT = "the exact result, float16 rounding, or within the sensitivity"
+PERTURBATIONS = 4  # random one-ulp moves of the inputs that measure each element's sensitivity
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
 
 
@@ -314,10 +320,16 @@ def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
 
 
 def _compare(
-    actual: list[np.ndarray], expected: list[np.ndarray], dtype: np.dtype, *also: list[np.ndarray]
+    actual: list[np.ndarray],
+    expected: list[np.ndarray],
+    dtype: np.dtype,
+    *also: list[np.ndarray],
+    band: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
 ) -> str | None:
-    """``None`` when every element of ``actual`` is close to ``expected`` or to the same element of
-    one of ``also`` (equally right results); otherwise what differs from ``expected``."""
+    """``None`` when every element of ``actual`` is close to ``expected``, to the same element of
+    one of ``also`` (equally right results), or to ``band = (center, width)`` within ``width`` more
+    than the tolerance (the exact result and its sensitivity: :func:`_sensitivity`); otherwise what
+    differs from ``expected``."""
     rtol, atol = TOLERANCE[dtype.name]
     if len(actual) != len(expected):
         return f"{len(actual)} outputs, expected {len(expected)}"
@@ -329,6 +341,10 @@ def _compare(
         bad = ~np.isclose(wide, e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
         for other in also:
             bad &= ~np.isclose(wide, other[i].astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        if band is not None:
+            center, width = band[0][i], band[1][i]
+            with np.errstate(invalid="ignore"):
+                bad &= ~(np.abs(wide - center) <= atol + rtol * np.abs(center) + width)
         if bad.any():
             with np.errstate(all="ignore"):
                 diff = np.abs(wide - e.astype(np.float64))
@@ -360,55 +376,68 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
     differs = _compare(actual, expected, dtype)
     if differs is None:
         return "agree", ""
-    exact, *others = _equally_right(case)
-    problem = _compare(actual, expected, dtype, exact, *others)
+    exact, width = _sensitivity(case)
+    with np.errstate(over="ignore"):
+        rounded = [e.astype(dtype) for e in exact]
+    others = [rounded, *([_in_float16_throughout(case)] if dtype == np.float16 else [])]
+    problem = _compare(actual, expected, dtype, *others, band=(exact, width))
     if problem is None:  # it needed an equally right result: keep what differed from the reference
         return "agree", differs
-    if len(actual) == len(expected) and _differs_only_where_overflowed(case, actual, expected, exact, others):
-        return "unsupported", OVERFLOW
+    if len(actual) == len(expected):
+        differing = [
+            _compare([a], [e], dtype, *([o[i]] for o in others), band=([exact[i]], [width[i]])) is not None
+            for i, (a, e) in enumerate(zip(actual, expected))
+        ]
+        if _differs_only_where_overflowed(case, differing, rounded):
+            return "unsupported", OVERFLOW
     return "mismatch", problem
 
 
-def _differs_only_where_overflowed(
-    case: Case,
-    actual: list[np.ndarray],
-    expected: list[np.ndarray],
-    exact: list[np.ndarray],
-    others: list[list[np.ndarray]],
-) -> bool:
-    """Every node with a differing output has an output whose exact result exceeds the dtype's
-    range (another node's overflow does not count)."""
+def _differs_only_where_overflowed(case: Case, differing: list[bool], rounded: list[np.ndarray]) -> bool:
+    """Every node with a differing output (``differing[i]`` for output ``i``) has an output whose
+    exact result (``rounded`` to the dtype) exceeds the dtype's range; another node's overflow does
+    not count."""
     from onnx_masked_rnn.attributes import OP_SPECS
 
-    dtype = case.feeds["X"].dtype
     node_of = [
         k for k, n in enumerate(case.nodes) for o in OP_SPECS[n["op_type"]].outputs if o in n["outputs"]
     ]
-    differing = {
-        node_of[i]
-        for i in range(len(actual))
-        if _compare(actual[i : i + 1], expected[i : i + 1], dtype, *([r[i]] for r in (exact, *others)))
-    }
-    overflowed = {node_of[i] for i, e in enumerate(exact) if not np.isfinite(e).all()}
-    return differing <= overflowed
+    overflowed = {node_of[i] for i, e in enumerate(rounded) if not np.isfinite(e).all()}
+    return {node_of[i] for i, d in enumerate(differing) if d} <= overflowed
 
 
-def _equally_right(case: Case) -> list[list[np.ndarray]]:
-    """Results as right as the reference's for the case's dtype: first the exact result (the
-    reference in float64) rounded to the dtype, then for float16 the reference rounding to float16
-    at every operation instead of computing in float32."""
+def _sensitivity(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The exact result (the reference in float64) and, per element, the most it moves over
+    :data:`PERTURBATIONS` evaluations whose floating-point inputs each move by one ulp of the
+    case's dtype (relative machine epsilon, random sign). A result within that of the exact one is
+    what exact arithmetic gives for inputs within a rounding of the case's: right to the precision
+    the dtype can resolve."""
+    dtype = case.feeds["X"].dtype
+    eps = float(np.finfo(dtype).eps)
+    rng = np.random.default_rng([case.seed, case.index, 1])
+    wide = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in case.feeds.items()}
+    with np.errstate(all="ignore"):
+        exact = dataclasses.replace(case, feeds=wide).expected()
+        width = [np.zeros_like(e) for e in exact]
+        for _ in range(PERTURBATIONS):
+            moved = {
+                k: v * (1.0 + eps * rng.choice([-1.0, 1.0], size=v.shape)) if v.dtype.kind == "f" else v
+                for k, v in wide.items()
+            }
+            for w, m, e in zip(width, dataclasses.replace(case, feeds=moved).expected(), exact):
+                np.fmax(w, np.abs(m - e), out=w)
+    return exact, width
+
+
+def _in_float16_throughout(case: Case) -> list[np.ndarray]:
+    """The reference rounding to float16 at every operation instead of computing in float32 (ONNX
+    does not say where a float16 computation rounds)."""
     from unittest import mock
 
     from onnx_masked_rnn.reference import op_masked_rnn
 
-    dtype = case.feeds["X"].dtype
-    wide = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in case.feeds.items()}
-    with np.errstate(all="ignore"):
-        results = [[e.astype(dtype) for e in dataclasses.replace(case, feeds=wide).expected()]]
-        if dtype == np.float16:
-            with mock.patch.object(op_masked_rnn, "_COMPUTED_IN_FLOAT32", ()):
-                results.append(case.expected())
-    return results
+    with np.errstate(all="ignore"), mock.patch.object(op_masked_rnn, "_COMPUTED_IN_FLOAT32", ()):
+        return case.expected()
 
 
 def _job_handler(_: None) -> Callable[[tuple[int, int, str]], tuple[str, str]]:
@@ -547,7 +576,7 @@ def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tup
     for p in paths:
         n = sum(1 for i in results for s, d in [results[i].get(p, ("", ""))] if s == "agree" and d)
         if n:
-            print(f"agree        {p}: {n} x only with an equally right result (exact, or float16 rounding)")
+            print(f"agree        {p}: {n} x only with an equally right result ({EQUALLY_RIGHT})")
     for index in sorted(results):
         for p in paths:
             status, detail = results[index].get(p, ("agree", ""))
