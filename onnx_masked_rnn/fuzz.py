@@ -17,10 +17,12 @@ and each result is compared with the reference functions' (``numpy.isclose`` wit
 :data:`TOLERANCE`). An element that differs also agrees where it matches a result as right as the
 reference's: the exact result (the reference in float64) rounded to the case's dtype; for float16,
 the reference computed in float16 at every operation (ONNX does not say where a float16
-computation rounds); or any value within the tolerance plus the element's sensitivity of the exact
-result, measured by moving every input by one ulp of the dtype (:func:`_sensitivity`: with large
-weights and unbounded activations a recurrence can amplify a rounding a thousandfold, so that two
-correct implementations, e.g. one using a fast ``tanh``, differ by more than the tolerance). So a
+computation rounds); or any value no farther from the exact result than the tolerance plus the
+larger of the element's sensitivity, measured by moving every input by one ulp of the dtype
+(:func:`_sensitivity`), and the reference's own (finite) distance from it. With large weights and
+unbounded activations a recurrence can amplify a rounding a thousandfold, so that two correct
+implementations (one using a fast ``tanh``, or summing in another order) differ by more than the
+tolerance, and the formulas evaluated in the dtype can lose every digit to cancellation. So a
 float32 overflow to ±inf agrees where the reference or the exact result has that infinity, a NaN
 where the reference is NaN too. A node whose exact result exceeds the dtype's range (the
 recurrence overflows) has no right answer in that dtype from there on, and implementations
@@ -86,7 +88,7 @@ OVERFLOW = (
     "the exact result exceeds the dtype's range (the recurrence overflows: no value is right, and "
     "implementations overflow differently)"
 )
-EQUALLY_RIGHT = "the exact result, float16 rounding, or within the sensitivity"
+EQUALLY_RIGHT = "the exact result, float16 rounding, or as near it as the sensitivity or the reference"
 PERTURBATIONS = 4  # random one-ulp moves of the inputs that measure each element's sensitivity
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
 
@@ -377,6 +379,9 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
     if differs is None:
         return "agree", ""
     exact, width = _sensitivity(case)
+    with np.errstate(invalid="ignore"):  # no farther from the exact result than the reference itself
+        own = [np.abs(e.astype(np.float64) - x) for e, x in zip(expected, exact)]
+        width = [np.fmax(w, np.where(np.isfinite(o), o, 0.0)) for w, o in zip(width, own)]
     with np.errstate(over="ignore"):
         rounded = [e.astype(dtype) for e in exact]
     others = [rounded, *([_in_float16_throughout(case)] if dtype == np.float16 else [])]

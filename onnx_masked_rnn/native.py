@@ -22,8 +22,10 @@ The native op never sees a sequence of length 0 or an empty batch: the compacted
 least one step, and when ``X`` has no step or no row (``batch_size`` or ``seq_length`` 0) an ``If``
 hands it one step of zeros instead, whose results are discarded. Only the inputs are inside that
 ``If``: onnxruntime runs the expansion about 0.5% slower with all of it inside (measured). A node
-whose activations onnxruntime's kernels compute differently from the specification
-(``Softplus``, which overflows above about 88.7 there) gets the Scan body instead. ``CumSum`` is
+whose native kernel would not compute the specification gets the Scan body instead: one with
+``Softplus``, which onnxruntime's kernels overflow above about 88.7, and an LSTM or GRU with an
+unbounded gate function (not Sigmoid, HardSigmoid, Tanh, ScaledTanh or Softsign), whose state
+can grow past what onnxruntime's kernels compute as the specification says. ``CumSum`` is
 int32 (tract miscomputes it in int64).
 
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
@@ -46,6 +48,7 @@ import onnx_ir as ir
 from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions import (
     Configuration,
     build_scan_function,
@@ -63,19 +66,34 @@ _INT64 = ir.DataType.INT64
 _INT32 = ir.DataType.INT32
 _UNLIKE_THE_SPECIFICATION = {"Softplus"}
 """Activations onnxruntime's LSTM/GRU/RNN kernels compute differently from the specification."""
+_BOUNDED = {"Sigmoid", "HardSigmoid", "Tanh", "ScaledTanh", "Softsign"}
+"""Gate functions under which onnxruntime's LSTM/GRU kernels follow the specification. With an
+unbounded gate (Relu, LeakyRelu, Elu, Affine, ...) the state can grow geometrically, and there they
+do not: past float32's range they give the largest finite value for inf and -inf for NaN, and
+short of it their error reaches 1e-3 relative where the formulas in float32 give 1e-7 (measured
+by ``onnx-masked-rnn fuzz``; ``tests/test_fuzz.py`` pins the overflow)."""
+
+
+def _needs_the_scan_body(attrs: RNNAttributes) -> bool:
+    """A node whose native kernel would not compute the specification: an activation in
+    :data:`_UNLIKE_THE_SPECIFICATION`, or an LSTM/GRU gate function outside :data:`_BOUNDED`."""
+    if any(a.name in _UNLIKE_THE_SPECIFICATION for acts in attrs.activations for a in acts):
+        return True
+    return attrs.op_type != "MaskedRNN" and any(acts[0].name not in _BOUNDED for acts in attrs.activations)
 
 
 def build_native_function(config: Configuration, opset: int, form: str = "portable") -> onnx.FunctionProto:
     """The native expansion of a node of configuration ``config``, as a FunctionProto in
     :data:`DOMAIN` named after the op, using ``ai.onnx`` ops at ``opset`` only; the Scan body
-    (in ``form``) for a node with an activation in ``_UNLIKE_THE_SPECIFICATION``.
+    (in ``form``) for a node whose native kernel would not compute the specification
+    (:func:`_needs_the_scan_body`).
 
     Its inputs are the op's full list, its outputs the node's; it declares every attribute of the
     op but its body reads none. ``config.attrs.hidden_size`` must be set: the native kernels need
     it as an attribute (take it from ``R``'s shape when the node omits it).
     """
     attrs = config.attrs
-    if any(a.name in _UNLIKE_THE_SPECIFICATION for acts in attrs.activations for a in acts):
+    if _needs_the_scan_body(attrs):
         return build_scan_function(config, opset, form)
     if attrs.hidden_size is None:
         raise ValueError(

@@ -9,8 +9,8 @@
 - float16 with ``layout=1``, ``initial_h`` and ``"carry"`` (onnxruntime's optimizer crashed the
   process on the earlier body: run in a child process);
 - a mask shaped otherwise than ``X``'s first two axes fails at run time instead of broadcasting;
-- Softplus, which onnxruntime's RNN kernel computes differently, keeps the Scan body under
-  ``inline(model, "native")``;
+- Softplus, which onnxruntime's RNN kernel computes differently, and an unbounded LSTM/GRU gate
+  keep the Scan body under ``inline(model, "native")``;
 - ``inline``/``attach_functions`` refuse inconsistent shapes and wrong types naming the input, and
   take a local function's shapes from its call site.
 """
@@ -286,6 +286,30 @@ def test_softplus_keeps_the_scan_body_under_native():
     actual = run(inlined, feeds)
     assert all(np.isfinite(a).all() for a in actual)
     assert_close("Softplus under native", actual, expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("op_type", "gates", "native"),
+    [
+        ("MaskedLSTM", ["Sigmoid", "Tanh", "Tanh"], "LSTM"),
+        ("MaskedLSTM", ["Relu", "Relu", "Relu"], None),
+        ("MaskedGRU", ["HardSigmoid", "Tanh"], "GRU"),
+        ("MaskedGRU", ["Relu", "Relu"], None),
+        ("MaskedGRU", ["LeakyRelu", "Sigmoid"], None),
+    ],
+)
+def test_an_unbounded_gate_keeps_the_scan_body_under_native(op_type, gates, native):
+    """onnxruntime's LSTM/GRU kernels leave IEEE arithmetic once an unbounded gate lets the state
+    overflow, and amplify their own error past the formulas' in float32 short of it (fuzz seed 0:
+    cases 312, 9826, 11685; tests/test_fuzz.py pins the overflow): the native expansion keeps the
+    Scan body for such a node, and the native op for a bounded gate."""
+    attrs = parse_attributes(op_type, hidden_size=4, activations=gates, direction="forward")
+    feeds = random_inputs(attrs, 5, 3, 2, 4, rng=np.random.default_rng(8), present=("mask",))
+    inlined = inline(make_model(attrs, feeds, OPSET), "native")
+    op_types = {n.op_type for n in walk_nodes(inlined.graph.node)}
+    assert (native in op_types) if native else ("Scan" in op_types and not {"LSTM", "GRU"} & op_types)
+    expected = REFERENCE[op_type](**feeds, **attrs.to_onnx())
+    assert_close(f"{gates} under native", run(inlined, feeds), expected, **TOLERANCE)
 
 
 # --- Static checks before anything is built -----------------------------------------------------
