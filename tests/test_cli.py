@@ -17,6 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
+from test_conformance import _same_output
 
 from onnx_masked_rnn import DOMAIN, cli
 from onnx_masked_rnn._walk import walk_nodes
@@ -269,7 +270,10 @@ def test_a_real_full_disk_leaves_no_partial_output(tmp_path, capsys):
             assert _files(case_dir) == _files(shipped), f"{case_dir.name} is incomplete"
             for name in _files(case_dir):
                 if (case_dir / name).is_file():
-                    assert (case_dir / name).read_bytes() == (shipped / name).read_bytes()
+                    fresh, kept = (case_dir / name).read_bytes(), (shipped / name).read_bytes()
+                    # outputs are the reference's: reproducible within ulps across numpy versions
+                    is_output = Path(name).name.startswith("output_")
+                    assert fresh == kept or (is_output and _same_output(fresh, kept)), name
         shutil.rmtree(disk / "suite")
         with pytest.raises(OSError, match="No space"):  # fill the disk up
             with open(disk / "filler", "wb") as filler:
