@@ -331,14 +331,29 @@ def _compare(
     """``None`` when every element of ``actual`` is close to ``expected``, to the same element of
     one of ``also`` (equally right results), or to ``band = (center, width)`` within ``width`` more
     than the tolerance (the exact result and its sensitivity: :func:`_sensitivity`); otherwise what
-    differs from ``expected``."""
+    differs from ``expected`` (its first differing output)."""
+    differing = _differing_outputs(actual, expected, dtype, *also, band=band)
+    return next(iter(differing.values()), None)
+
+
+def _differing_outputs(
+    actual: list[np.ndarray],
+    expected: list[np.ndarray],
+    dtype: np.dtype,
+    *also: list[np.ndarray],
+    band: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
+) -> dict[int, str]:
+    """What differs in each output that :func:`_compare` would not accept, by output index (index
+    -1 when the output counts differ)."""
     rtol, atol = TOLERANCE[dtype.name]
     if len(actual) != len(expected):
-        return f"{len(actual)} outputs, expected {len(expected)}"
+        return {-1: f"{len(actual)} outputs, expected {len(expected)}"}
+    differing = {}
     for i, (a, e) in enumerate(zip(actual, expected)):
         a = np.asarray(a)
         if a.shape != e.shape or a.dtype != e.dtype:
-            return f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
+            differing[i] = f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
+            continue
         wide = a.astype(np.float64)
         bad = ~np.isclose(wide, e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
         for other in also:
@@ -351,12 +366,12 @@ def _compare(
             with np.errstate(all="ignore"):
                 diff = np.abs(wide - e.astype(np.float64))
             where = tuple(int(j) for j in np.argwhere(bad)[0])
-            return (
+            differing[i] = (
                 f"output {i} at {list(where)}: {a[where]!r} vs reference {e[where]!r} "
                 f"({int(bad.sum())} of {a.size} differ, max |diff| {np.nanmax(np.where(bad, diff, 0)):.3g})"
                 + ("" if np.isfinite(a[bad]).all() and np.isfinite(e[bad]).all() else " [non-finite]")
             )
-    return None
+    return differing
 
 
 def run_case(case: Case, path: str) -> tuple[str, str]:
@@ -385,21 +400,16 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
     with np.errstate(over="ignore"):
         rounded = [e.astype(dtype) for e in exact]
     others = [rounded, *([_in_float16_throughout(case)] if dtype == np.float16 else [])]
-    problem = _compare(actual, expected, dtype, *others, band=(exact, width))
-    if problem is None:  # it needed an equally right result: keep what differed from the reference
+    differing = _differing_outputs(actual, expected, dtype, *others, band=(exact, width))
+    if not differing:  # it needed an equally right result: keep what differed from the reference
         return "agree", differs
-    if len(actual) == len(expected):
-        differing = [
-            _compare([a], [e], dtype, *([o[i]] for o in others), band=([exact[i]], [width[i]])) is not None
-            for i, (a, e) in enumerate(zip(actual, expected))
-        ]
-        if _differs_only_where_overflowed(case, differing, rounded):
-            return "unsupported", OVERFLOW
-    return "mismatch", problem
+    if -1 not in differing and _differs_only_where_overflowed(case, set(differing), rounded):
+        return "unsupported", OVERFLOW
+    return "mismatch", next(iter(differing.values()))
 
 
-def _differs_only_where_overflowed(case: Case, differing: list[bool], rounded: list[np.ndarray]) -> bool:
-    """Every node with a differing output (``differing[i]`` for output ``i``) has an output whose
+def _differs_only_where_overflowed(case: Case, differing: set[int], rounded: list[np.ndarray]) -> bool:
+    """Every node with a differing output (``differing``: output indices) has an output whose
     exact result (``rounded`` to the dtype) exceeds the dtype's range; another node's overflow does
     not count."""
     from onnx_masked_rnn.attributes import OP_SPECS
@@ -408,7 +418,7 @@ def _differs_only_where_overflowed(case: Case, differing: list[bool], rounded: l
         k for k, n in enumerate(case.nodes) for o in OP_SPECS[n["op_type"]].outputs if o in n["outputs"]
     ]
     overflowed = {node_of[i] for i, e in enumerate(rounded) if not np.isfinite(e).all()}
-    return {node_of[i] for i, d in enumerate(differing) if d} <= overflowed
+    return {node_of[i] for i in differing} <= overflowed
 
 
 def _sensitivity(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
