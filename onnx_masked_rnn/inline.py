@@ -6,11 +6,12 @@ any depth, model-local functions) by its body, leaving standard ``ai.onnx`` ops 
 built at the model's ai.onnx opset (18 to the newest onnx knows; an older model is refused).
 
 Before anything is built, every masked node is checked where its inputs' types and shapes are
-known (by onnx's shape inference, in the scope the node is in: a node inside a model-local
-function is checked with the types of the function's call site): the op's own shape rules
-(``attributes.infer_shapes``), the float inputs of ``X``'s type, ``sequence_lens`` int32, ``mask``
-bool. Errors name the node and the input. ``X``'s element type must be known: the bodies' Scan
-graphs state it.
+known (by onnx's shape inference with the package's schemas, so that types flow from one masked
+node to the next; ``onnx.defs`` is left as it was found; in the scope the node is in: a node
+inside a model-local function is checked with the types of the function's call site): the op's
+own shape rules (``attributes.infer_shapes``), ``X`` of a float type, the float inputs of ``X``'s
+type, ``sequence_lens`` int32, ``mask`` bool. Errors name the node and the input. ``X``'s element
+type must be known: the bodies' Scan graphs state it.
 
 One function per configuration: IR-10 function overloads
 ---------------------------------------------------------
@@ -56,12 +57,14 @@ from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn._walk import graphs, walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, infer_shapes, parse_node
 from onnx_masked_rnn.functions import (
+    FLOAT_TYPES,
     MIN_OPSET,
     Configuration,
     build_scan_function,
     check_form,
     check_opset,
 )
+from onnx_masked_rnn.schemas import registered_schemas
 
 __all__ = ["DEFAULT_SCAN_FORM", "attach_functions", "inline"]
 
@@ -129,10 +132,13 @@ def _collect(graph: onnx.GraphProto) -> Types:
 
 
 def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(model)
-    except Exception:  # inference is a best effort; the types the model states still count
-        return model
+    """onnx's shape inference with the package's schemas, so that types flow through masked nodes
+    (a masked node fed by another); ``onnx.defs`` is left as it was."""
+    with registered_schemas():
+        try:
+            return onnx.shape_inference.infer_shapes(model)
+        except Exception:  # inference is a best effort; the types the model states still count
+            return model
 
 
 def _scope_types(model: onnx.ModelProto) -> tuple[Types, dict[tuple[str, str], Types]]:
@@ -195,9 +201,12 @@ def _configuration(node: onnx.NodeProto, types: Types, strategy: str) -> Configu
             "states it (declare the type of the value that feeds X)"
         )
     wanted = {"sequence_lens": onnx.TensorProto.INT32, "mask": onnx.TensorProto.BOOL}
+    # A float input is compared with X only once X's type is one the op admits (Configuration
+    # below refuses any other, naming X): an int32 X is X's fault, not W's.
+    compare_with_x = dtype in FLOAT_TYPES
     for name, (elem, _) in known.items():
         expected = wanted.get(name, dtype)
-        if elem and elem != expected:
+        if elem and elem != expected and (compare_with_x or name in wanted):
             got, want = (onnx.TensorProto.DataType.Name(t).lower() for t in (elem, expected))
             what = "X's element type" if name not in wanted else "the op's type constraint"
             raise ValueError(f"{where}: input {name!r} ({given[name]!r}) is {got}, expected {want} ({what})")

@@ -10,7 +10,9 @@ reference and the function bodies cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator
 
 import onnx
 import onnx.defs
@@ -28,7 +30,13 @@ from onnx_masked_rnn.attributes import (
     parse_node,
 )
 
-__all__ = ["ONNX_BASE_VERSION", "MaskedRNNInferenceError", "build_schema", "register_schemas"]
+__all__ = [
+    "ONNX_BASE_VERSION",
+    "MaskedRNNInferenceError",
+    "build_schema",
+    "register_schemas",
+    "registered_schemas",
+]
 
 ONNX_BASE_VERSION = 22
 """The ai.onnx version of LSTM/GRU/RNN that the masked operators extend."""
@@ -307,13 +315,50 @@ def _check_sequence_lens(ctx: onnx.shape_inference.InferenceContext, spec: OpSpe
         )
 
 
+_LOCK = threading.Lock()
+_registered_explicitly = False  # register_schemas() was called: the schemas stay
+_borrowers = 0  # registered_schemas() blocks running
+_borrowed: set[str] = set()  # the op types those blocks registered, to deregister after the last
+
+
+def _register(op_types: Iterable[str]) -> None:
+    for op_type in op_types:
+        schema = build_schema(op_type)
+        if onnx.defs.has(op_type, OPSET_VERSION, DOMAIN):
+            onnx.defs.deregister_schema(op_type, OPSET_VERSION, DOMAIN)
+        onnx.defs.register_schema(schema)
+
+
 def register_schemas() -> None:
     """Register the three OpSchemas with ``onnx.defs`` (checker, type and shape inference).
 
     Idempotent: a schema already registered under the same name, domain and version is replaced.
     """
-    for op_type in OP_SPECS:
-        schema = build_schema(op_type)
-        if onnx.defs.has(op_type, OPSET_VERSION, DOMAIN):
-            onnx.defs.deregister_schema(op_type, OPSET_VERSION, DOMAIN)
-        onnx.defs.register_schema(schema)
+    global _registered_explicitly
+    with _LOCK:
+        _register(OP_SPECS)
+        _registered_explicitly = True
+
+
+@contextlib.contextmanager
+def registered_schemas() -> Iterator[None]:
+    """Run the block with the three schemas registered, leaving ``onnx.defs`` as it was found:
+    the schemas that were not registered on entry are deregistered on exit, unless
+    :func:`register_schemas` has been called (its registration is for good). ``inline`` and
+    ``attach_functions`` infer types in such a block. Reentrant and thread-safe (concurrent blocks
+    share one registration)."""
+    global _borrowers
+    with _LOCK:
+        if not _borrowers:
+            _borrowed.update(o for o in OP_SPECS if not onnx.defs.has(o, OPSET_VERSION, DOMAIN))
+            _register(_borrowed)
+        _borrowers += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _borrowers -= 1
+            if not _borrowers:
+                for op_type in () if _registered_explicitly else _borrowed:
+                    onnx.defs.deregister_schema(op_type, OPSET_VERSION, DOMAIN)
+                _borrowed.clear()
