@@ -44,7 +44,7 @@ def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray
 # Item 19: MaskedRNN -> Squeeze -> MaskedRNN, nothing declared between them ----------------------
 
 # Runs in a fresh interpreter, where nothing has called register_schemas() (other tests of the
-# session may have): every surface on the chained model, then which schemas are registered.
+# session may have): every surface on each chained model, then which schemas are registered.
 _CHAINED_CHILD = """
 import sys
 import numpy as np, onnx, onnxruntime as ort
@@ -53,8 +53,8 @@ from onnx_masked_rnn.attributes import OP_SPECS
 from onnx_masked_rnn.cli import main
 from onnx_masked_rnn.schemas import registered_schemas
 
-folder = sys.argv[1]
-model, feeds = onnx.load(f"{folder}/chained.onnx"), dict(np.load(f"{folder}/feeds.npz"))
+folder, scopes = sys.argv[1], sys.argv[2:]
+feeds = dict(np.load(f"{folder}/feeds.npz"))
 
 def registered():
     return [op for op in OP_SPECS if onnx.defs.has(op, OPSET_VERSION, DOMAIN)]
@@ -62,17 +62,18 @@ def registered():
 def run(m):
     return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
 
-before = registered()
-outputs = {
-    "attach_functions": run(attach_functions(model)),
-    "inline scan": run(inline(model)),
-    "inline native": run(inline(model, "native")),
-}
-for strategy in ("scan", "native"):
-    path = f"{folder}/{strategy}.onnx"
-    if main(["inline", f"{folder}/chained.onnx", path, "--strategy", strategy]) != 0:
-        sys.exit(f"the inline CLI failed (--strategy {strategy})")
-    outputs[f"CLI inline --strategy {strategy}"] = run(onnx.load(path))
+before, outputs = registered(), {}
+for scope in scopes:
+    source = f"{folder}/{scope}.onnx"
+    model = onnx.load(source)
+    outputs[f"{scope}, attach_functions"] = run(attach_functions(model))
+    outputs[f"{scope}, inline scan"] = run(inline(model))
+    outputs[f"{scope}, inline native"] = run(inline(model, "native"))
+    for strategy in ("scan", "native"):
+        path = f"{folder}/{scope}_{strategy}.onnx"
+        if main(["inline", source, path, "--strategy", strategy]) != 0:
+            sys.exit(f"the inline CLI failed on {scope} (--strategy {strategy})")
+        outputs[f"{scope}, CLI inline --strategy {strategy}"] = run(onnx.load(path))
 after = registered()
 with registered_schemas():
     register_schemas()
@@ -81,68 +82,68 @@ print(before, after, registered())
 """
 
 
-def _chained_model() -> tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray]:
-    """Two MaskedRNN layers joined by a Squeeze: the second's ``X`` has no declared type, only
-    the one the first layer's schema infers. Returns the model, its feeds and the reference."""
+def _chained_models() -> tuple[dict[str, onnx.ModelProto], dict[str, np.ndarray], np.ndarray]:
+    """Two MaskedRNN layers joined by a Squeeze, in the main graph and in a model-local function:
+    the second layer's ``X`` has no declared type, only the one the first layer's schema infers.
+    Returns the models by scope, their feeds and the reference output."""
     rng = np.random.default_rng(19)
     attrs = parse_attributes("MaskedRNN", hidden_size=H)
     first = random_inputs(attrs, T, N, I, H, rng=rng, present=("B", "mask"), mask_kind="holes")
     second = random_inputs(attrs, T, N, H, H, rng=rng, present=("B",))
-    weights = {f"{k}1": first[k] for k in "WRB"} | {f"{k}2": second[k] for k in "WRB"}
+    feeds = {"X": first["X"], "mask": first["mask"]}
+    feeds |= {f"{k}1": first[k] for k in "WRB"} | {f"{k}2": second[k] for k in "WRB"}
+    layer = {"domain": DOMAIN, "hidden_size": H}
     nodes = [
+        helper.make_node("MaskedRNN", ["X", "W1", "R1", "B1", "", "", "mask"], ["y1"], name="rnn1", **layer),
         helper.make_node(
-            "MaskedRNN",
-            ["X", "W1", "R1", "B1", "", "", "mask"],
-            ["y1"],
-            domain=DOMAIN,
-            name="rnn1",
-            hidden_size=H,
+            "Constant", [], ["axes"], value=onnx.numpy_helper.from_array(np.array([1], np.int64))
         ),
         helper.make_node("Squeeze", ["y1", "axes"], ["x2"]),
-        helper.make_node(
-            "MaskedRNN",
-            ["x2", "W2", "R2", "B2", "", "", "mask"],
-            ["y2"],
-            domain=DOMAIN,
-            name="rnn2",
-            hidden_size=H,
-        ),
+        helper.make_node("MaskedRNN", ["x2", "W2", "R2", "B2", "", "", "mask"], ["y2"], name="rnn2", **layer),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "chained",
-        [value_info("X", first["X"]), value_info("mask", first["mask"])],
-        [helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)],
-        initializer=[onnx.numpy_helper.from_array(v, k) for k, v in weights.items()]
-        + [onnx.numpy_helper.from_array(np.array([1], np.int64), "axes")],
-    )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", MIN_OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)],
-        ir_version=10,
-    )
+    imports = [helper.make_opsetid("", MIN_OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    inputs = [value_info(k, v) for k, v in feeds.items()]
+    output = [helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)]
+    encoder = helper.make_function("local", "Encoder", list(feeds), ["y2"], nodes, imports)
+    call = helper.make_node("Encoder", list(feeds), ["y2"], domain="local")
+    models = {
+        "main_graph": helper.make_model(
+            helper.make_graph(nodes, "chained", inputs, output), opset_imports=imports, ir_version=10
+        ),
+        "local_function": helper.make_model(
+            helper.make_graph([call], "chained", inputs, output),
+            opset_imports=[*imports, helper.make_opsetid("local", 1)],
+            functions=[encoder],
+            ir_version=10,
+        ),
+    }
     y1, _ = REFERENCE["MaskedRNN"](**first, hidden_size=H)
     y2, _ = REFERENCE["MaskedRNN"](
         y1[:, 0], second["W"], second["R"], second["B"], mask=first["mask"], hidden_size=H
     )
-    return model, {"X": first["X"], "mask": first["mask"]}, y2
+    return models, feeds, y2
 
 
 def test_chained_masked_nodes_without_value_info_in_a_fresh_interpreter(tmp_path: Path):
     """``attach_functions``, ``inline`` (both strategies) and the ``inline`` CLI infer through the
-    first masked node with the package's schemas although nothing registered them, and leave
-    ``onnx.defs`` as they found it (``register_schemas()`` inside ``registered_schemas()`` keeps them)."""
-    model, feeds, expected = _chained_model()
-    assert not model.graph.value_info
-    onnx.save(model, tmp_path / "chained.onnx")
+    first masked node with the package's schemas although nothing registered them, in the main
+    graph and in a local function, and leave ``onnx.defs`` as they found it (``register_schemas()``
+    inside ``registered_schemas()`` keeps them)."""
+    models, feeds, expected = _chained_models()
+    for scope, model in models.items():
+        assert not model.graph.value_info
+        onnx.save(model, tmp_path / f"{scope}.onnx")
     np.savez(tmp_path / "feeds.npz", **feeds)
     child = subprocess.run(
-        [sys.executable, "-c", _CHAINED_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", _CHAINED_CHILD, str(tmp_path), *models],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.splitlines()[-1] == f"[] [] {list(OP_SPECS)}"
     outputs = np.load(tmp_path / "outputs.npz")
-    assert len(outputs.files) == 5
+    assert len(outputs.files) == 5 * len(models)
     for surface in outputs.files:
         assert_close(f"chained MaskedRNN, {surface}", [outputs[surface]], [expected], **TOLERANCE)
 
