@@ -22,6 +22,7 @@ from oracles import REFERENCE, assert_close
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET
+from onnx_masked_rnn.schemas import registered_schemas
 from onnx_masked_rnn.testing import make_mask, make_model, random_inputs, value_info
 
 T, N, I, H = 6, 3, 4, 5
@@ -146,6 +147,21 @@ def test_chained_masked_nodes_without_value_info_in_a_fresh_interpreter(tmp_path
     assert len(outputs.files) == 5 * len(models)
     for surface in outputs.files:
         assert_close(f"chained MaskedRNN, {surface}", [outputs[surface]], [expected], **TOLERANCE)
+
+
+def test_registered_schemas_nests_and_restores_what_it_found():
+    """Whatever the session registered before, the schemas are there inside (nested) blocks and
+    ``onnx.defs`` is as it was after them."""
+
+    def registered() -> list[bool]:
+        return [onnx.defs.has(op, OPSET_VERSION, DOMAIN) for op in OP_SPECS]
+
+    before = registered()
+    with registered_schemas():
+        with registered_schemas():
+            assert all(registered())
+        assert all(registered())
+    assert registered() == before
 
 
 # Item 20: an int32 X is X's fault ---------------------------------------------------------------
