@@ -23,6 +23,7 @@ import torch
 from onnx_masked_rnn._files import write_atomic
 from onnx_masked_rnn.inline import attach_functions, inline
 from onnx_masked_rnn.schemas import register_schemas
+from onnx_masked_rnn.torch.packed import packed_as_mask, packed_error
 from onnx_masked_rnn.torch.translations import TRANSLATIONS
 
 __all__ = ["STRATEGIES", "export"]
@@ -53,18 +54,26 @@ def export(
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
     register_schemas()
-    program = torch.onnx.export(
-        model,
-        args,
-        kwargs=kwargs,
-        dynamo=True,
-        dynamic_shapes=dynamic_shapes,
-        custom_translation_table=TRANSLATIONS,
-        input_names=input_names,
-        output_names=output_names,
-        opset_version=opset_version,
-        verbose=False,
-    )
+    try:
+        with packed_as_mask(model):
+            program = torch.onnx.export(
+                model,
+                args,
+                kwargs=kwargs,
+                dynamo=True,
+                dynamic_shapes=dynamic_shapes,
+                custom_translation_table=TRANSLATIONS,
+                input_names=input_names,
+                output_names=output_names,
+                opset_version=opset_version,
+                verbose=False,
+            )
+    except Exception as error:
+        packed = packed_error(error)
+        if packed is None:
+            raise
+        # Raised while tracing, its own traceback says where; torch's report would only bury it.
+        raise packed from (None if packed.__traceback__ is not None else error)
     exported = program.model_proto
     exported = attach_functions(exported) if strategy == "function" else inline(exported, strategy)
     onnx.checker.check_model(exported, full_check=True)
