@@ -176,7 +176,10 @@ def _model(layer: keras.layers.Layer) -> keras.Model:
 @pytest.mark.parametrize(
     "layer, words",
     [
-        (keras.layers.RNN(_CustomCell(4), name="custom"), ["'custom'", "custom cell", "_CustomCell"]),
+        (
+            keras.layers.RNN(_CustomCell(4), name="custom"),
+            ["'custom'", "custom cell '_CustomCell'", "not supported"],
+        ),
         (keras.layers.LSTM(4, activation="gelu", name="gelu_lstm"), ["'gelu_lstm'", "activation", "gelu"]),
         (
             keras.layers.GRU(4, recurrent_activation=lambda x: x, name="lambda_gru"),
@@ -199,6 +202,42 @@ def test_refusals_name_the_layer(layer, words, tmp_path: Path) -> None:
     for word in words:
         assert word in str(error.value), str(error.value)
     assert not (tmp_path / "refused.onnx").exists()
+
+
+def test_refuses_convolutional_and_stacked_recurrent_layers(tmp_path: Path) -> None:
+    """ConvLSTM2D is a Keras recurrent layer with Keras' own (convolutional) cell, not a custom
+    cell: the refusal names the layer as the unsupported layer it is; so for stacked cells."""
+    frames = keras.Input((None, 6, 6, 1))
+    conv = keras.Model(frames, keras.layers.ConvLSTM2D(2, 3, name="conv")(keras.layers.Masking()(frames)))
+    with pytest.raises(UnsupportedLayerError) as error:
+        export(conv, tmp_path / "refused.onnx")
+    message = str(error.value)
+    assert "'conv' (ConvLSTM2D)" in message and "convolutional recurrent layers" in message, message
+    assert "custom" not in message, message
+    stacked = _model(keras.layers.RNN([keras.layers.LSTMCell(4), keras.layers.LSTMCell(4)], name="stack"))
+    with pytest.raises(UnsupportedLayerError) as error:
+        export(stacked, tmp_path / "refused.onnx")
+    message = str(error.value)
+    assert "'stack'" in message and "Keras' own cell 'StackedRNNCells'" in message, message
+    assert not (tmp_path / "refused.onnx").exists()
+
+
+class _Keras2Model:
+    """Stands in for a tf_keras (Keras 2) model where tf_keras is not installed: the class of
+    ``tf_keras.Sequential`` lives in this module (``tests/test_keras_backends.py`` uses the real
+    one where TensorFlow is installed)."""
+
+    __module__ = "tf_keras.src.engine.sequential"
+
+
+def test_refuses_a_keras2_model_saying_what_is_needed(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as error:
+        export(_Keras2Model(), tmp_path / "refused.onnx")
+    message = str(error.value)
+    assert "Keras 2 model" in message and "Keras 3" in message and "tf2onnx" in message, message
+    assert "no LSTM" not in message, message
+    with pytest.raises(ValueError, match="expected a Keras 3 model or the path of a .keras file; got int"):
+        export(3, tmp_path / "refused.onnx")
 
 
 def test_refuses_stateful(tmp_path: Path) -> None:

@@ -5,14 +5,20 @@
 - :func:`convert_layer` and friends give one layer's weights and attributes in ONNX form, for
   those who build graphs by hand.
 
-Importing this package does not import Keras; the functions do when called.
+Importing this package does not import Keras; the functions do when called. It does pick Keras'
+backend when nothing else would work: with ``KERAS_BACKEND`` unset, Keras not imported yet, Keras'
+default ``"tensorflow"`` configured and TensorFlow not installed (the ``[keras]`` extra installs
+torch), it sets ``KERAS_BACKEND=torch`` so that a later ``import keras`` works (docs/keras.md,
+"Backends").
 """
 
+from onnx_masked_rnn.keras._backend import default_backend
 from onnx_masked_rnn.keras.export import STRATEGIES, SUPPORTED_KERAS, ExportSummary, export
 from onnx_masked_rnn.keras.layers import (
     KERAS_ACTIVATIONS,
     OP_TYPES,
     ConvertedLayer,
+    ExportWarning,
     UnsupportedLayerError,
     activation_names,
     convert_layer,
@@ -23,6 +29,8 @@ from onnx_masked_rnn.keras.layers import (
     outputs_to_keras,
 )
 
+default_backend()
+
 __all__ = [
     "KERAS_ACTIVATIONS",
     "OP_TYPES",
@@ -30,6 +38,7 @@ __all__ = [
     "SUPPORTED_KERAS",
     "ConvertedLayer",
     "ExportSummary",
+    "ExportWarning",
     "UnsupportedLayerError",
     "activation_names",
     "convert_layer",

@@ -18,9 +18,9 @@ import numpy as np
 import onnx
 import torch
 
-from onnx_masked_rnn.keras.layers import ConvertedLayer, UnsupportedLayerError, convert_layer
+from onnx_masked_rnn.keras.layers import ConvertedLayer, ExportWarning, UnsupportedLayerError, convert_layer
 
-__all__ = ["recurrent_layers", "routed", "trace"]
+__all__ = ["dynamic_sequential", "recurrent_layers", "routed", "trace"]
 
 # A size per input axis for the example inputs: distinct, and neither 0 nor 1 (torch.export
 # specialises those), so every axis Keras leaves None stays symbolic.
@@ -153,6 +153,60 @@ def _example(shape: Sequence[int | None], dtype: str) -> torch.Tensor:
     return torch.from_numpy(np.ones(sizes, dtype=keras.backend.standardize_dtype(dtype)))
 
 
+def _first_failing_layer(layers: Sequence[Any], example: torch.Tensor) -> tuple[Any, Exception] | None:
+    """The first of ``layers`` (run one after another, eagerly, masks passed on) that fails on
+    ``example``, with its error; ``None`` when all run."""
+    value: Any = example
+    for layer in layers:
+        try:
+            value = layer(value, training=False) if layer._call_has_training_arg else layer(value)
+        except Exception as exc:  # noqa: BLE001 (any failure means: this size does not fit the layer)
+            return layer, exc
+    return None
+
+
+def dynamic_sequential(model: Any, report: Callable[[str], None]) -> Any:
+    """``model`` itself, or, for a ``Sequential`` built by calling it on data (Keras then fixes its
+    input at the first call's shape, batch and time included), the same layers over an input whose
+    batch and time are ``None``. An axis stays fixed, with an :class:`ExportWarning` naming the layer
+    that needs it, if running the layers at another size of it fails."""
+    if not isinstance(model, keras.Sequential) or len(model.inputs) != 1:
+        return model
+    shape, dtype = tuple(model.inputs[0].shape), model.inputs[0].dtype
+    if not shape or any(dim is None for dim in shape):
+        return model  # declared by the user (keras.Input): kept as declared
+    if isinstance(model.layers[0], keras.layers.Embedding):
+        dtype = "int32"  # token ids; Keras declares the compute dtype and casts them
+    relaxed = list(shape)
+    for axis, what in [(0, "batch"), (1, "time")][: len(shape)]:
+        probe = [size + 1 if i <= axis else size for i, size in enumerate(shape)]
+        failing = _first_failing_layer(model.layers, _example(probe, dtype))
+        if failing:
+            layer, error = failing
+            warnings.warn(
+                f"Sequential {model.name!r}: its input is fixed at the first call's shape {shape}, and "
+                f"layer {layer.name!r} ({type(layer).__name__}) fails at another {what} size "
+                f"({type(error).__name__}), so the exported {what} axis stays {shape[axis]}; for dynamic "
+                f"axes, make that layer size-independent and declare the input with "
+                f"keras.Input(shape=...) (None for the dynamic axes)",
+                ExportWarning,
+                stacklevel=4,
+            )
+            break
+        relaxed[axis] = None
+    if relaxed == list(shape):
+        return model
+    report(
+        f"Sequential {model.name!r} was built by calling it on data of shape {shape}: exporting with "
+        f"input shape {tuple(relaxed)}"
+    )
+    inputs = keras.Input(batch_shape=tuple(relaxed), dtype=dtype, name=model.inputs[0].name)
+    outputs = inputs
+    for layer in model.layers:
+        outputs = layer(outputs)
+    return keras.Model(inputs, outputs, name=model.name)
+
+
 def _name_dynamic_axes(model: onnx.ModelProto, signature: Sequence[tuple]) -> None:
     """Check that every axis Keras leaves ``None`` is dynamic in the exported model, and name the
     symbols torch.export chose (``s21``): ``batch`` for axis 0, ``time`` for axis 1, else
@@ -206,6 +260,8 @@ def trace(model: Any, input_signature: Any, strategy: str, report: Callable[[str
     ``strategy`` asks for (:func:`onnx_masked_rnn.torch.export` does the export and the strategy)."""
     from onnx_masked_rnn.torch import export
 
+    if input_signature is None:
+        model = dynamic_sequential(model, report)
     layers = recurrent_layers(model)
     for layer in layers:
         if not layer.built:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from onnx_masked_rnn.cli import first_line
-from onnx_masked_rnn.keras.export import STRATEGIES
+from onnx_masked_rnn.keras.export import STRATEGIES, WARNING_PREFIX
+from onnx_masked_rnn.keras.layers import ExportWarning
 
 __all__ = ["add_arguments", "run"]
 
@@ -27,6 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="function: masked nodes with their bodies attached (default); scan: the Scan + Where "
         "bodies inlined; native: the expansion onto the native LSTM/GRU/RNN kernels (fastest)",
     )
+    parser.add_argument(
+        "--custom-object",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:QUALNAME",
+        help="a custom class the model needs, as Keras' load_model(custom_objects=...) takes it "
+        "(repeatable); classes registered with Keras or importable from the module the file records "
+        "need none",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,17 +45,24 @@ def run(args: argparse.Namespace) -> int:
     ``FileNotFoundError`` for the CLI to print; a failure of the exporter itself is printed here."""
     if "keras" not in sys.modules:
         os.environ["KERAS_BACKEND"] = "torch"
+    from onnx_masked_rnn.keras._custom import load_specs
     from onnx_masked_rnn.keras.export import export
 
     if not os.path.isfile(args.model):
         raise FileNotFoundError(f"MODEL: no such file {args.model!r}")
     try:
-        summary = export(
-            args.model,
-            args.output,
-            strategy=args.strategy,
-            progress=lambda line: print(f"onnx-masked-rnn convert: {line}", file=sys.stderr, flush=True),
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ExportWarning)
+            summary = export(
+                args.model,
+                args.output,
+                strategy=args.strategy,
+                custom_objects=load_specs(args.custom_object),
+                progress=lambda line: print(f"onnx-masked-rnn convert: {line}", file=sys.stderr, flush=True),
+            )
+        for warning in caught:
+            if issubclass(warning.category, ExportWarning):
+                print(f"{WARNING_PREFIX}{warning.message}", file=sys.stderr)
     except (ValueError, FileNotFoundError):
         raise
     except Exception as exc:  # the exporter's own failure: one clear line, no traceback

@@ -32,6 +32,7 @@ __all__ = [
     "KERAS_ACTIVATIONS",
     "OP_TYPES",
     "ConvertedLayer",
+    "ExportWarning",
     "UnsupportedLayerError",
     "activation_names",
     "convert_layer",
@@ -46,6 +47,8 @@ __all__ = [
 OP_TYPES = {"LSTM": "MaskedLSTM", "GRU": "MaskedGRU", "SimpleRNN": "MaskedRNN"}
 # Keras cell class name -> the layer class name it belongs to (for ``keras.layers.RNN(cell)``).
 _CELLS = {"LSTMCell": "LSTM", "GRUCell": "GRU", "SimpleRNNCell": "SimpleRNN"}
+# Keras recurrent layers whose cell no masked op computes.
+_CONVOLUTIONAL = ("ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D")
 
 # Keras 3 activation name -> (ONNX activation, alpha, beta). Each is exact: Keras 3's hard_sigmoid is
 # relu6(x + 3) / 6 = HardSigmoid(1/6, 0.5); elu has alpha 1; leaky_relu has negative_slope 0.2;
@@ -68,6 +71,11 @@ _LSTM_GATES = (0, 3, 1, 2)
 
 class UnsupportedLayerError(ValueError):
     """A Keras layer the masked ops cannot compute exactly; the message names the layer and why."""
+
+
+class ExportWarning(UserWarning):
+    """The export kept something as Keras has it that the user may want otherwise (a fixed axis);
+    the message names the layer and what to do."""
 
 
 class ConvertedLayer(NamedTuple):
@@ -167,12 +175,19 @@ def _kind(layer: Any) -> str:
 
     if not isinstance(layer, keras.layers.RNN):
         raise UnsupportedLayerError(f"{_describe(layer)}: not a Keras recurrent layer")
+    if isinstance(layer, tuple(getattr(keras.layers, name) for name in _CONVOLUTIONAL)):
+        raise UnsupportedLayerError(
+            f"{_describe(layer)}: convolutional recurrent layers ({', '.join(_CONVOLUTIONAL)}) are not "
+            "supported: their gates are convolutions, which no ONNX recurrent op computes; only LSTM, "
+            "GRU and SimpleRNN (and RNN over their cells) have a masked ONNX op"
+        )
     cell_class = type(layer.cell).__name__
     standard = getattr(keras.layers, cell_class, None)
     if cell_class not in _CELLS or type(layer.cell) is not standard:
+        whose = "Keras' own cell" if type(layer.cell) is standard else "custom cell"
         raise UnsupportedLayerError(
-            f"{_describe(layer)}: custom cell {cell_class!r}; only Keras' own LSTMCell, GRUCell and "
-            "SimpleRNNCell have a masked ONNX op"
+            f"{_describe(layer)}: {whose} {cell_class!r} is not supported; only Keras' own LSTMCell, "
+            "GRUCell and SimpleRNNCell have a masked ONNX op"
         )
     if layer.stateful:
         raise UnsupportedLayerError(
