@@ -1,5 +1,6 @@
 """Backends that misbehave on purpose, for the conformance runner's tests: each runs models on
-onnxruntime, except on a MaskedGRU case, where it dies, hangs or raises as its name says."""
+onnxruntime, except on a MaskedGRU case, where it dies, hangs or raises as its name says
+(``Lacking``: raises the way a runtime the runner does not know says it lacks an op)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ class Raising(_Faulty):
     @staticmethod
     def misbehave() -> None:
         raise RuntimeError("Exception from src/frontend/op.cpp:12:\nthe runtime cannot build this graph")
+
+
+class Lacking(_Faulty):
+    @staticmethod
+    def misbehave() -> None:
+        raise RuntimeError("Failed to compile: operator 'MaskedGRU' is not implemented by this runtime")
 
 
 def segfaulting_fuzz_jobs(_: None) -> Callable[[tuple[int, int, str]], tuple[str, str]]:

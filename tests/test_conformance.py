@@ -255,7 +255,10 @@ def test_runner_counts_a_corrupted_output_as_failed(tmp_path: Path, capsys: pyte
     assert _last_line(out) == "4 passed, 2 failed, 2 skipped"
     for backend in ("onnxruntime", "reference"):
         case = f"{backend}: test_masked_gru_forward_carry"
-        line = rf"^FAILED +{case}: wrong: output 1: 6/6 elements off, max \|err\| 0\.01$"
+        line = (
+            rf"^FAILED +{case}: wrong: output 1 \(Y_h\): 6/6 elements off, max \|err\| 0\.01, "
+            r"first at row 0, direction 0, hidden 0: expected \S+, got \S+$"
+        )
         assert re.search(line, out, re.M), out
 
 

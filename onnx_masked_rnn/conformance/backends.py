@@ -251,7 +251,10 @@ def resolve(spec: str) -> Any:
     ``prepare``) for any object with onnx's ``Backend`` interface.
 
     Sets ``ALLOW_RELEASED_ONNX_OPSET_ONLY=0`` unless already set, before importing the module:
-    ``onnxruntime.backend`` otherwise refuses every model with a custom domain.
+    ``onnxruntime.backend`` otherwise refuses every model with a custom domain. A module that
+    cannot be imported (or raises while it loads) is a ``ValueError`` naming it. The runner calls
+    this in each backend's worker process (``worker``), where a module that hangs costs the
+    ``--timeout``, not the run.
     """
     if spec in BUILTIN:
         package = missing_package(spec)
@@ -264,6 +267,11 @@ def resolve(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(f"--backend {spec!r}: cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module raised while it loaded; its first line says what
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ValueError(
+            f"--backend {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {first}"
+        ) from None
     backend = getattr(module, attr, None) if attr else module
     if backend is None:
         raise ValueError(f"--backend {spec!r}: module {module_name!r} has no attribute {attr!r}")

@@ -181,18 +181,37 @@ def _local_function() -> Repro:
     return Repro(model, [x], [2 * x])
 
 
-def _lstm_sequence_lens() -> Repro:
-    """LSTM with ``sequence_lens`` a graph input (a value known at run time only)."""
-    from onnx_masked_rnn.reference import masked_lstm
+def _if_branch_shapes() -> Repro:
+    """``If(Size(x) == 0)``: then one row of zeros (``ConstantOfShape([1, ...])``), else ``x``; the
+    native expansion's guard that keeps empty sizes off the native op is this If."""
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
 
-    base = _lstm()
-    X, W, R, B = base.inputs
-    lens = np.array([3, 1], np.int32)
-    node = helper.make_node("LSTM", ["X", "W", "R", "B", "lens"], ["Y", "Y_h", "Y_c"], hidden_size=3)
-    values = {"X": X, "W": W, "R": R, "B": B, "lens": lens}
-    expected = masked_lstm(X, W, R, B, sequence_lens=lens, hidden_size=3)
-    model = _model([node], values, dict(zip(("Y", "Y_h", "Y_c"), expected)))
-    return Repro(model, list(values.values()), list(expected))
+    def branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
+        return helper.make_graph(
+            [node], name, [], [helper.make_tensor_value_info(node.output[0], 1, [None, None])]
+        )
+
+    zero = onnx.numpy_helper.from_array(np.zeros(1, np.float32), "zero")
+    nodes = [
+        helper.make_node(
+            "Constant", [], ["one"], value=helper.make_tensor("one", TensorProto.INT64, [1], [1])
+        ),
+        helper.make_node(
+            "Constant", [], ["none"], value=helper.make_tensor("none", TensorProto.INT64, [], [0])
+        ),
+        helper.make_node("Shape", ["x"], ["row"], start=1),
+        helper.make_node("Concat", ["one", "row"], ["shape"], axis=0),
+        helper.make_node("Size", ["x"], ["size"]),
+        helper.make_node("Equal", ["size", "none"], ["empty"]),
+        helper.make_node(
+            "If",
+            ["empty"],
+            ["y"],
+            then_branch=branch("then", helper.make_node("ConstantOfShape", ["shape"], ["zeros"], value=zero)),
+            else_branch=branch("else", helper.make_node("Identity", ["x"], ["x_out"])),
+        ),
+    ]
+    return Repro(_model(nodes, {"x": x}, {"y": x}), [x], [x])
 
 
 def _cumsum(dtype: type) -> Repro:
@@ -391,7 +410,6 @@ DEFECTS: dict[str, Defect] = {
         "('No conversion rule found').",
         _local_function,
         message=r"OpenVINO's ONNX frontend has no conversion for",
-        workaround="inline() gives standard ops (the expanded variants); the base variant is not checked",
     ),
     "openvino-scan-outer-scope-read": Defect(
         ("openvino",),
@@ -418,16 +436,18 @@ DEFECTS: dict[str, Defect] = {
         "tract does not expand model-local functions ('Unimplemented(<op>)').",
         _local_function,
         message=r"tract has no implementation of",
-        workaround="inline() gives standard ops (the expanded variants); the base variant is not checked",
     ),
-    "tract-constant-sequence-lens": Defect(
+    "tract-if-branch-shapes": Defect(
         ("tract",),
-        "unsupported",
-        "tract's LSTM/GRU/RNN accept sequence_lens only as a constant ('Non constant seq_len is not "
-        "supported'); the native expansion computes it from the mask.",
-        _lstm_sequence_lens,
-        message=r"tract's LSTM/GRU/RNN accept sequence_lens only as a constant",
-        workaround="the Scan expansion needs no native op; the native variant is not checked on tract",
+        "error",
+        "tract's If requires its two branches' outputs to have the same shape; ONNX does not (the "
+        "native expansion's If that keeps empty sizes off the native op gives one step of zeros in "
+        "one branch). It fails when it infers facts ('Unifying shapes 3,2 and 1,2') or, where the "
+        "shapes are known later, when it types the If ('then_body.output_fact(i) == "
+        "else_body.output_fact(i)').",
+        _if_branch_shapes,
+        message=r'" If (\| Caused by: \| 0: Infering facts .*Unifying shapes|ToTypedTranslator .*'
+        r"then_body\.output_fact\(i\).*else_body\.output_fact\(i\))",
     ),
     "tract-lstm-batch-without-initial-state": Defect(
         ("tract",),
@@ -436,7 +456,6 @@ DEFECTS: dict[str, Defect] = {
         "for expression. 1=1 != 2'); batch 1, or the initial states given, work.",
         _lstm_batch_2_no_initial_state,
         message=r"Clashing resolution for expression",
-        workaround="only the native variant has a plain LSTM, and it is not checked on tract",
     ),
     "tract-no-float64-sigmoid": Defect(
         ("tract",),

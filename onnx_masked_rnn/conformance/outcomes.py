@@ -9,13 +9,15 @@ Five outcomes, two of them the runner's ``skipped`` and three its ``failed``:
 - ``crashed``: the backend's process died (a signal, an abort) or hung past the time limit;
 - ``unsupported``: the backend declined the case (``unittest.SkipTest``, ``is_compatible()`` False)
   or its error says it has no implementation of an op, a type or an input form the case uses
-  (:data:`UNSUPPORTED`, matched against the error text of any backend, built in or not).
+  (:data:`UNSUPPORTED`, matched against the error text of any backend, built in or not, and the
+  patterns ``conformance --unsupported REGEX`` adds for a runtime the runner does not know).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
@@ -110,10 +112,16 @@ def summarize_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message[:600]}"
 
 
-def classify_error(exc: BaseException) -> Outcome:
+def classify_error(exc: BaseException, unsupported: Sequence[re.Pattern[str]] = ()) -> Outcome:
     """An exception raised while preparing or running a case: ``unsupported`` when its text says
-    the runtime lacks an op, type or input form (:data:`UNSUPPORTED`), else ``error``."""
+    the runtime lacks an op, type or input form (one of ``unsupported``, the reason then the text
+    it matched; or :data:`UNSUPPORTED`), else ``error``."""
     text = str(exc)
+    for pattern in unsupported:
+        match = pattern.search(text)
+        if match:
+            matched = " ".join(match.group(0).split())[:200]
+            return Outcome("unsupported", f"matches --unsupported {pattern.pattern!r}: {matched}")
     for pattern, reason in UNSUPPORTED:
         match = pattern.search(text)
         if match:
@@ -121,22 +129,67 @@ def classify_error(exc: BaseException) -> Outcome:
     return Outcome("error", summarize_error(exc))
 
 
-def describe_mismatch(expected: list[Any], outputs: list[Any], rtol: float, atol: float) -> str:
+# The axes of an LSTM/GRU/RNN output by its rank (Y; Y_h, Y_c) and the op's layout attribute.
+_AXES = {
+    (4, 0): ("step", "direction", "row", "hidden"),
+    (4, 1): ("row", "step", "direction", "hidden"),
+    (3, 0): ("direction", "row", "hidden"),
+    (3, 1): ("row", "direction", "hidden"),
+}
+# The order in which "first" is read: earliest step, then row, then direction, then hidden unit.
+_FIRST = ("step", "row", "direction", "hidden")
+
+
+def _first_difference(off: Any, layout: int | None) -> tuple[tuple[int, ...], str]:
+    """The index of the first element that differs and where that is, e.g. ``step 1, row 0,
+    direction 0, hidden 2`` when ``layout`` (0 or 1) says what the axes are, else the index."""
+    import numpy as np
+
+    axes = _AXES.get((off.ndim, layout))
+    if axes is None:
+        index = tuple(int(i) for i in np.argwhere(off)[0])
+        return index, f"index {list(index)}"
+    order = [axes.index(a) for a in _FIRST if a in axes]
+    first = np.argwhere(off.transpose(order))[0]
+    position = [0] * off.ndim
+    for axis, value in zip(order, first):
+        position[axis] = int(value)
+    return tuple(position), ", ".join(f"{axes[a]} {position[a]}" for a in order)
+
+
+def describe_mismatch(
+    expected: list[Any],
+    outputs: list[Any],
+    rtol: float,
+    atol: float,
+    names: Sequence[str] = (),
+    layout: int | None = None,
+) -> str:
     """Which outputs differ from the expected ones beyond ``atol + rtol * |expected|`` (NaN only
-    where expected), and by how much, in one line."""
+    where expected), and by how much, in one line; for the first output that differs, where its
+    first differing element is (the earliest step, then row, when ``layout``, the masked op's
+    attribute, says which axes those are) and its expected and actual values. ``names``: the
+    outputs' names."""
     import numpy as np
 
     if len(outputs) != len(expected):
         return f"{len(outputs)} outputs, expected {len(expected)}"
     parts = []
+    located = False
     for i, (out, ref) in enumerate(zip(outputs, expected)):
+        label = f"output {i} ({names[i]})" if i < len(names) else f"output {i}"
         if out.shape != ref.shape or out.dtype != ref.dtype:
-            parts.append(f"output {i} is {out.dtype}{list(out.shape)}, expected {ref.dtype}{list(ref.shape)}")
+            parts.append(f"{label} is {out.dtype}{list(out.shape)}, expected {ref.dtype}{list(ref.shape)}")
             continue
         a, b = out.astype(np.float64), ref.astype(np.float64)
         with np.errstate(invalid="ignore"):
             off = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
             diff = np.where(off & ~np.isnan(a) & ~np.isnan(b), np.abs(a - b), 0.0)
         if off.any():
-            parts.append(f"output {i}: {int(off.sum())}/{off.size} elements off, max |err| {diff.max():.2g}")
+            part = f"{label}: {int(off.sum())}/{off.size} elements off, max |err| {diff.max():.2g}"
+            if not located:
+                index, where = _first_difference(off, layout)
+                part += f", first at {where}: expected {ref[index].item():.9g}, got {out[index].item():.9g}"
+                located = True
+            parts.append(part)
     return "; ".join(parts) or "outputs differ"

@@ -2,17 +2,21 @@
 so a runtime that crashes or hangs on one case costs that case only: the runner reports it
 ``crashed`` and starts a fresh process for the next case.
 
+The backend's module is imported there too, once per backend and within the time limit: a module
+that fails to import, raises, or hangs while it loads stops the run with one line naming it
+(:func:`run_cases` raises ``ValueError``) before any case runs.
+
 :func:`run_cases` drives one worker per backend at the same time (the backends are independent; a
 slow one does not hold the others up) and yields each result as it arrives.
 """
 
 from __future__ import annotations
 
-import functools
 import multiprocessing.connection
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from onnx_masked_rnn._worker import Crash, Worker
 from onnx_masked_rnn.conformance.outcomes import Outcome
@@ -22,31 +26,91 @@ if TYPE_CHECKING:
 
 __all__ = ["backend_worker", "run_cases"]
 
+_CHECK = "check"  # the first job of each worker: load the backend (answer: None, or why it did not)
 
-def _backend_handler(spec: str) -> Callable[[TestCase], Outcome]:
-    """In the worker process: resolve the backend once; each case then runs on it."""
+
+def _backend_handler(
+    argument: tuple[str, Sequence[re.Pattern[str]]],
+) -> Callable[[TestCase | str], Outcome | str | None]:
+    """In the worker process: the first job resolves the backend (importing its module) and checks
+    that it runs on the CPU, within that job's time limit; each case then runs on it. The answer to
+    the :data:`_CHECK` job is what went wrong loading it, or None."""
     from onnx_masked_rnn.conformance.backends import resolve
     from onnx_masked_rnn.conformance.runner import run_case
 
-    return functools.partial(run_case, resolve(spec))
+    spec, unsupported = argument
+    loaded: list[Any] = []  # the backend, once resolved
+
+    def load() -> str | None:
+        try:
+            backend = resolve(spec)
+            if not backend.supports_device("CPU"):
+                return f"--backend {spec!r} does not support device CPU"
+        except ValueError as exc:
+            return str(exc)
+        except Exception as exc:  # supports_device itself failed
+            first = (str(exc).strip().splitlines() or [""])[0]
+            return f"--backend {spec!r}: supports_device failed: {type(exc).__name__}: {first}"
+        loaded.append(backend)
+        return None
+
+    def handle(job: TestCase | str) -> Outcome | str | None:
+        problem = None if loaded else load()
+        if isinstance(job, str):
+            return problem
+        if problem:
+            return Outcome("error", problem)
+        return run_case(loaded[0], job, unsupported=unsupported)
+
+    return handle
 
 
-def backend_worker(spec: str, timeout: float) -> Worker:
-    """A worker process running cases on the backend named ``spec`` (see ``backends.resolve``)."""
-    return Worker(_backend_handler, spec, timeout, name="the backend's process")
+def backend_worker(spec: str, timeout: float, unsupported: Sequence[re.Pattern[str]] = ()) -> Worker:
+    """A worker process running cases on the backend named ``spec`` (see ``backends.resolve``);
+    errors matching ``unsupported`` are unsupported (``outcomes.classify_error``). Its first job
+    in each process loads the backend."""
+    return Worker(_backend_handler, (spec, tuple(unsupported)), timeout, name="the backend's process")
+
+
+def _module_of(spec: str) -> str:
+    """The module ``--backend spec`` imports."""
+    from onnx_masked_rnn.conformance.backends import BUILTIN
+
+    if spec in BUILTIN:
+        return getattr(BUILTIN[spec], "requires", None) or BUILTIN[spec].__module__
+    return spec.partition(":")[0]
+
+
+def _check(spec: str, worker: Worker, timeout: float) -> None:
+    """Load the backend in its worker: ``ValueError`` in one line naming the module when that
+    fails, kills the process or takes longer than ``timeout`` seconds."""
+    result = worker.run(_CHECK)
+    if isinstance(result, Crash):
+        module = _module_of(spec)
+        if result.detail.startswith("no result after"):
+            raise ValueError(
+                f"--backend {spec!r}: backend module {module!r} did not import within {timeout:g} s"
+            )
+        raise ValueError(f"--backend {spec!r}: {result.detail} while importing backend module {module!r}")
+    if result:
+        raise ValueError(result)
 
 
 def _outcome(result: Outcome | Crash) -> Outcome:
     return Outcome("crashed", result.detail, seconds=result.seconds) if isinstance(result, Crash) else result
 
 
-def run_cases(plan: Mapping[str, Sequence[TestCase]], timeout: float) -> Iterator[tuple[str, int, Outcome]]:
+def run_cases(
+    plan: Mapping[str, Sequence[TestCase]], timeout: float, unsupported: Sequence[re.Pattern[str]] = ()
+) -> Iterator[tuple[str, int, Outcome]]:
     """Run each backend's cases (``plan``: backend spec -> cases), one worker process per backend,
     all at once; yield ``(backend spec, case index, outcome)`` as results arrive (each backend's in
-    case order)."""
-    workers = {spec: backend_worker(spec, timeout) for spec in plan}
+    case order). First each backend is loaded in its worker (``ValueError`` when one does not)."""
+    workers = {spec: backend_worker(spec, timeout, unsupported) for spec in plan}
     position = dict.fromkeys(plan, 0)
     try:
+        for spec, worker in workers.items():
+            _check(spec, worker, timeout)
         busy = {spec for spec, cases in plan.items() if cases}
         for spec in busy:
             workers[spec].submit(plan[spec][0])
