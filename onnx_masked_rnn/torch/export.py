@@ -72,8 +72,7 @@ def export(
         packed = packed_error(error)
         if packed is None:
             raise
-        # Raised while tracing, its own traceback says where; torch's report would only bury it.
-        raise packed from (None if packed.__traceback__ is not None else error)
+        raise packed from None  # its own traceback says where; torch's report would only bury it
     exported = program.model_proto
     exported = attach_functions(exported) if strategy == "function" else inline(exported, strategy)
     onnx.checker.check_model(exported, full_check=True)

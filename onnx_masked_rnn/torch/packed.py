@@ -8,8 +8,8 @@ given one runs on the padded input with ``mask = step < length`` and returns a
 :class:`PaddedSequence`; ``pad_packed_sequence`` turns it back into torch's result: the padded
 steps set to ``padding_value``, the time axis cut to the longest row (``max(lengths)``, a
 data-dependent size in the graph) or to ``total_length``, rows in the input's order. The
-functions are replaced in ``torch.nn.utils.rnn`` (so ``nn.utils.rnn.pack_padded_sequence(...)``
-and ``pack_sequence`` use them) and wherever a loaded module outside torch binds them by name
+functions are replaced in ``torch.nn.utils.rnn`` (for ``nn.utils.rnn.pack_padded_sequence(...)``)
+and wherever a loaded module outside torch binds them by name
 (``from torch.nn.utils.rnn import pack_padded_sequence``); anything else that builds or reads a
 packed sequence is an error naming the one-line change.
 """
@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import traceback
 import types
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -128,7 +126,7 @@ _STAND_INS = {"pack_padded_sequence": pack_padded_sequence, "pad_packed_sequence
 
 
 def _masked_forward(module: nn.Module, name: str) -> Any:
-    bound = type(module).forward.__get__(module)
+    bound = module.forward
 
     def forward(input: Any, hx: Any = None, mask: Tensor | None = None) -> Any:
         if isinstance(input, rnn.PackedSequence):
@@ -150,7 +148,7 @@ def _masked_forward(module: nn.Module, name: str) -> Any:
 
 
 def _refusing_forward(module: nn.Module, name: str) -> Any:
-    bound = type(module).forward.__get__(module)
+    bound = module.forward
     masked = {nn.LSTM: "MaskedLSTM", nn.GRU: "MaskedGRU", nn.RNN: "MaskedRNN"}.get(type(module))
     swap = (
         f"swap it before exporting: `model.{name} = {masked}.from_module(model.{name})` "
@@ -195,6 +193,8 @@ def packed_as_mask(model: nn.Module) -> Iterator[None]:
                     namespace[name] = _STAND_INS[name]
                     replaced.append((namespace, name))
         for name, module in model.named_modules():
+            if not name:  # the model itself: its inputs come from outside, never packed here
+                continue
             if isinstance(module, MASKED):
                 forward = _masked_forward(module, name)
             elif isinstance(module, nn.RNNBase):
@@ -214,47 +214,17 @@ def packed_as_mask(model: nn.Module) -> Iterator[None]:
                 module.forward = previous
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
+def packed_error(error: BaseException) -> PackedSequenceError | None:
+    """The :class:`PackedSequenceError` raised while tracing, if ``error`` (from
+    ``torch.onnx.export``) wraps one."""
     seen: set[int] = set()
-    pending = [error]
+    pending: list[BaseException | None] = [error]
     while pending:
         current = pending.pop()
         if current is None or id(current) in seen:
             continue
-        seen.add(id(current))
-        yield current
-        pending += [current.__cause__, current.__context__]
-
-
-def packed_error(error: BaseException) -> PackedSequenceError | None:
-    """The error to raise instead of ``error`` (from ``torch.export``) if it is about a packed
-    sequence: a :class:`PackedSequenceError` in its chain, or a failure inside
-    ``torch.nn.utils.rnn`` (a form :func:`packed_as_mask` does not replace), named by the call site."""
-    chain = list(_chain(error))
-    for current in chain:
         if isinstance(current, PackedSequenceError):
             return current
-    rnn_file = Path(rnn.__file__).resolve()
-    library = [Path(torch.__file__).resolve().parent, Path(__file__).resolve().parent.parent]
-    for current in chain:
-        frames = traceback.extract_tb(current.__traceback__)
-        for i, frame in enumerate(frames):
-            if Path(frame.filename).resolve() != rnn_file:
-                continue
-            callers = [
-                f
-                for f in frames[:i]
-                if not any(Path(f.filename).resolve().is_relative_to(p) for p in library)
-            ]
-            where = ""
-            if callers:
-                call = callers[-1]
-                where = f" (called at {call.filename}:{call.lineno}: {(call.line or '').strip()})"
-            return PackedSequenceError(
-                f"torch.export cannot trace torch.nn.utils.rnn.{frame.name}{where}: its sizes depend "
-                "on the lengths' values. Export traces pack_padded_sequence -> MaskedLSTM/GRU/RNN -> "
-                "pad_packed_sequence as a mask when the functions are called through "
-                "torch.nn.utils.rnn or by a name bound at a module's top level, and nothing else of "
-                f"torch.nn.utils.rnn: {MASK_FROM_LENGTHS}"
-            )
+        seen.add(id(current))
+        pending += [current.__cause__, current.__context__]
     return None
