@@ -172,8 +172,8 @@ def backend_calls(cls: type) -> str | None:
     """What in ``cls``'s own code (its methods and their globals) uses TensorFlow or JAX directly,
     which a torch-backend export cannot run; ``None`` when nothing does."""
     for klass in cls.__mro__:
-        if klass.__module__.split(".")[0] in ("keras", "builtins"):
-            continue
+        if klass.__module__.split(".")[0] in ("keras", "builtins", "torch", *_BACKEND_LIBRARIES):
+            continue  # Keras' own classes and the backends' bases of Layer
         for attribute, function in vars(klass).items():
             if not inspect.isfunction(function):
                 continue
