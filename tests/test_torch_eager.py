@@ -247,6 +247,97 @@ def test_nan_at_masked_steps_reaches_nothing() -> None:
         torch.testing.assert_close(dirty, clean, rtol=0, atol=0)
 
 
+EMPTY = [(0, N), (T, 0), (0, 0)]  # (seq_length, batch_size)
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+@pytest.mark.parametrize("op_type", list(OPS))
+def test_ops_empty_sequence_or_batch_equal_reference(op_type: str, layout: int) -> None:
+    """``seq_length`` 0 (empty ``Y``, states = initial states), ``batch_size`` 0, or both: each
+    op == the numpy reference, bidirectional, in both layouts."""
+    attributes = {"direction": "bidirectional", "hidden_size": H, "layout": layout}
+    attrs = parse_attributes(op_type, **attributes)
+    for steps, batch in EMPTY:
+        inputs = random_inputs(
+            attrs,
+            steps,
+            batch,
+            I,
+            H,
+            rng=np.random.default_rng(steps + batch),
+            dtype=np.float64,
+            present=("B", "initial_h", "initial_c", "P"),
+        )
+        inputs["mask"] = np.ones((batch, steps) if layout else (steps, batch), dtype=bool)
+        expected = REFERENCE[op_type](**inputs, **attributes)
+        actual = OPS[op_type](**{k: torch.from_numpy(v) for k, v in inputs.items()}, **attributes)
+        assert_close("reference (torch ops)", [a.numpy() for a in actual], expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("batch_first", [False, True], ids=["time_major", "batch_first"])
+@pytest.mark.parametrize("name", CLASSES)
+def test_modules_empty_sequence(name: str, batch_first: bool) -> None:
+    """A module on ``seq_length`` 0 (which the torch module refuses) returns an empty output and
+    ``hx`` (zeros without it) as final states; the states' gradient reaches ``hx`` unchanged.
+    ``batch_size`` 0 gives empty outputs and states."""
+    cls, kwargs = CLASSES[name]
+    torch.manual_seed(10)
+    masked = cls(I, H, num_layers=2, bidirectional=True, batch_first=batch_first, **kwargs).double()
+    x = torch.randn((N, 0, I) if batch_first else (0, N, I), dtype=torch.float64)
+    mask = torch.ones(x.shape[:2], dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="sequence length"):
+        cls.torch_class(I, H, batch_first=batch_first, **kwargs).double()(x)
+    hx = _random_hx(cls, 4, torch.float64)
+    leaves = hx if isinstance(hx, tuple) else (hx,)
+    for leaf in leaves:
+        leaf.requires_grad_()
+    output, state = masked(x, hx, mask)
+    assert output.shape == x.shape[:2] + (2 * H,)
+    states = state if isinstance(state, tuple) else (state,)
+    for s, h in zip(states, leaves):
+        assert torch.equal(s, h)
+    weights = [torch.randn_like(s) for s in states]
+    sum((s * w).sum() for s, w in zip(states, weights)).backward()
+    for leaf, w in zip(leaves, weights):
+        assert torch.equal(leaf.grad, w)
+    output, state = masked(x, mask=mask)
+    assert not any(s.any() for s in (state if isinstance(state, tuple) else (state,)))
+    output, state = masked(torch.randn((0, T, I) if batch_first else (T, 0, I), dtype=torch.float64))
+    assert output.shape == ((0, T, 2 * H) if batch_first else (T, 0, 2 * H))
+    states = state if isinstance(state, tuple) else (state,)
+    assert all(s.shape == (4, 0, H) for s in states)
+
+
+def test_unbatched_empty_sequence() -> None:
+    """A 2-D input of length 0 with a 1-D mask gives an empty output and the initial state."""
+    masked = MaskedGRU(I, H, num_layers=2).double()
+    h0 = torch.randn(2, H, dtype=torch.float64)
+    output, h_n = masked(torch.randn(0, I, dtype=torch.float64), h0, torch.ones(0, dtype=torch.bool))
+    assert output.shape == (0, H)
+    assert torch.equal(h_n, h0)
+
+
+@pytest.mark.parametrize("cls", [MaskedLSTM, MaskedGRU, MaskedRNN], ids=lambda c: c.__name__)
+def test_jit_script_names_the_limitation(cls: type) -> None:
+    """``torch.jit.script`` of a module, or of a model holding one, raises an error that names
+    the class, TorchScript, and what to use instead (``torch.jit.script`` of the torch module
+    works: the masked modules are not TorchScript)."""
+    torch.jit.script(cls.torch_class(I, H))
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = cls(I, H)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.rnn(x)[0]
+
+    for target in (cls(I, H), Model()):
+        with pytest.raises(RuntimeError, match=rf"{cls.__name__} does not support torch.jit.script") as info:
+            torch.jit.script(target)
+        assert "torch.export" in str(info.value) and "onnx_masked_rnn.torch.export" in str(info.value)
+
+
 def test_import_onnx_masked_rnn_does_not_import_torch() -> None:
     code = "import sys, onnx_masked_rnn; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -124,3 +124,50 @@ def test_dropout_between_layers_only_in_training() -> None:
     model.train()
     third, _ = model(x)
     assert not torch.equal(first, third)
+
+
+@pytest.mark.parametrize("batch_first", [False, True], ids=["time_major", "batch_first"])
+@pytest.mark.parametrize("cls", [MaskedLSTM, MaskedGRU, MaskedRNN], ids=lambda c: c.__name__)
+def test_dropout_placement_equals_torch(cls: type, batch_first: bool) -> None:
+    """In training, dropout acts on the output of every layer but the last, as ``nn.LSTM``'s
+    documentation says: the module equals one-layer torch modules with ``F.dropout`` between them,
+    drawn from the same seed (three layers, bidirectional), and, time-major, the torch module
+    itself (its CPU kernel draws the same masks). No output of the last layer is dropped."""
+    torch.manual_seed(8)
+    p, layers = 0.5, 3
+    module = cls.torch_class(
+        4, 6, num_layers=layers, dropout=p, bidirectional=True, batch_first=batch_first
+    ).double()
+    masked = cls.from_module(module).train()
+    singles = []
+    for layer in range(layers):
+        single = cls.torch_class(4 if layer == 0 else 12, 6, bidirectional=True, batch_first=batch_first)
+        single.load_state_dict(
+            {k.replace(f"_l{layer}", "_l0"): v for k, v in module.state_dict().items() if f"_l{layer}" in k}
+        )
+        singles.append(single.double())
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    torch.manual_seed(9)
+    expected = x
+    for layer, single in enumerate(singles):
+        expected, _ = single(expected)
+        if layer < layers - 1:
+            # contiguous: dropout draws its mask in memory order; batch_first torch outputs are
+            # transposed views
+            expected = torch.nn.functional.dropout(expected.contiguous(), p, training=True)
+    torch.manual_seed(9)
+    actual, _ = masked(x)
+    assert_close(
+        "one-layer torch modules with dropout", [actual.detach()], [expected.detach()], rtol=1e-12, atol=1e-12
+    )
+    assert not (actual == 0).any()
+    if not batch_first:
+        torch.manual_seed(9)
+        reference, _ = module.train()(x)
+        assert_close(
+            f"nn.{cls.torch_class.__name__} in training",
+            [actual.detach()],
+            [reference.detach()],
+            rtol=1e-12,
+            atol=1e-12,
+        )

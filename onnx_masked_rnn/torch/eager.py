@@ -116,7 +116,7 @@ def masked_recurrence(
     """Run one direction: ``xw`` ``[T, N, G*H]`` input projections, ``mask`` ``[T, N]`` or ``None``
     (all true). At a masked step the state is untouched and ``Y`` holds zeros ("zero") or the
     previous ``Y`` ("carry", zeros before the first unmasked step). Returns time-aligned ``Y``
-    ``[T, N, H]`` and the final state."""
+    ``[T, N, H]`` and the final state (``initial_state`` when ``T`` is 0)."""
     T = xw.shape[0]
     state = initial_state
     carried = torch.zeros_like(initial_state[0])
@@ -131,7 +131,8 @@ def masked_recurrence(
         ys[t] = torch.where(m, new_state[0], carried)
         if masked_output == "carry":
             carried = ys[t]
-    return torch.stack(ys), state
+    Y = torch.stack(ys) if T else carried.new_zeros((0, *carried.shape))  # T == 0: empty Y
+    return Y, state
 
 
 def run(

@@ -76,6 +76,16 @@ class _Masked:
         masked.load_state_dict(module.state_dict())
         return masked.train(module.training)
 
+    def __prepare_scriptable__(self) -> Any:
+        # torch.jit.script calls this on every submodule before compiling; without it the
+        # compiler fails inside forward with an unrelated message.
+        raise RuntimeError(
+            f"{type(self).__name__} does not support torch.jit.script: TorchScript (deprecated by "
+            "torch) cannot compile its forward, Python code around a custom op (mask or "
+            "PackedSequence input, per-layer weight conversion). Use torch.export or torch.compile "
+            "instead, and onnx_masked_rnn.torch.export for ONNX."
+        )
+
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, masked_output={self.masked_output!r}"
 

@@ -32,8 +32,10 @@ raises ``ValueError`` naming it, in eager mode and while tracing.
 
 Autograd: the backward pass recomputes the forward with autograd on (the eager implementation is
 differentiable torch ops) and differentiates it, so the op stays one opaque node for
-``torch.export`` and the ONNX exporter while modules built on it train. Double backward is not
-supported. The ONNX translations are in :mod:`onnx_masked_rnn.torch.translations`.
+``torch.export`` and the ONNX exporter while modules built on it train. Under
+``create_graph=True`` that backward is itself recorded, so gradients of gradients (double backward,
+gradient penalties) are exact, for every configuration. ``seq_length`` 0 gives an empty ``Y`` and
+the initial states. The ONNX translations are in :mod:`onnx_masked_rnn.torch.translations`.
 """
 
 from __future__ import annotations
@@ -135,18 +137,56 @@ class _MaskedOp:
         ctx.attributes = {**self.defaults, **keyword_only_inputs}
 
     def backward(self, ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        """Recompute the forward with autograd on, and differentiate it."""
+        """Recompute the forward with autograd on, and differentiate it.
+
+        Under ``create_graph=True`` (grad mode on here) the recomputation runs on aliases of the
+        saved inputs, so the returned gradients are functions of the inputs and of ``grads`` that
+        autograd differentiates again (double backward). Otherwise it runs on detached copies and
+        builds no graph beyond this call.
+        """
+        create_graph = torch.is_grad_enabled()
+        saved = ctx.saved_tensors  # every input, defaults filled in
+        # Trailing inputs the caller omitted (equal to their default, None) have no entry in
+        # needs_input_grad and get no gradient.
+        needs = [*ctx.needs_input_grad, *[False] * (len(saved) - len(ctx.needs_input_grad))]
         with torch.enable_grad():
             inputs = [
-                None if t is None else t.detach().requires_grad_(bool(need) and t.is_floating_point())
-                for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad)
+                None if t is None else _differentiable(t, need, create_graph) for t, need in zip(saved, needs)
             ]
             attrs, _ = validate(self.op_type, inputs, ctx.attributes)
             outputs = eager.run(attrs, *_run_inputs(self.op_type, inputs))
-            wanted = [t for t in inputs if t is not None and t.requires_grad]
-            found = torch.autograd.grad(outputs, wanted, grads, allow_unused=True) if wanted else ()
-        by_id = {id(t): g for t, g in zip(wanted, found)}
-        return tuple(None if t is None else by_id.get(id(t)) for t in inputs)
+            wanted = [i for i, (t, need) in enumerate(zip(inputs, needs)) if t is not None and need]
+            # An output that depends on no input (Y when seq_length is 0) has no graph.
+            connected = [(o, g) for o, g in zip(outputs, grads) if o.requires_grad]
+            found = (
+                torch.autograd.grad(
+                    [o for o, _ in connected],
+                    [inputs[i] for i in wanted],
+                    [g for _, g in connected],
+                    allow_unused=True,
+                    create_graph=create_graph,
+                )
+                if wanted and connected
+                else ()
+            )
+        gradients: list[torch.Tensor | None] = [None] * len(ctx.needs_input_grad)
+        for i, gradient in zip(wanted, found):
+            gradients[i] = gradient
+        return tuple(gradients)
+
+
+def _differentiable(t: torch.Tensor, need: bool, create_graph: bool) -> torch.Tensor:
+    """The tensor the backward's recomputation runs on for the saved input ``t``.
+
+    A gradient is taken with respect to a fresh tensor per input (one tensor passed as two inputs
+    gets each input's own gradient). With ``create_graph`` that tensor is a view of ``t``, which
+    keeps the recomputation connected to ``t``'s graph; without, a detached copy.
+    """
+    if not (need and t.is_floating_point()):
+        return t.detach()
+    if create_graph:
+        return t.view_as(t)
+    return t.detach().requires_grad_()
 
 
 def _define(op_type: str, name: str) -> torch._library.custom_ops.CustomOpDef:
