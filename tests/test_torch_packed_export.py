@@ -223,3 +223,26 @@ def test_untraceable_packed_form_names_the_change(model_class, swapped, expected
     with pytest.raises(PackedSequenceError, match=expected):
         export(model, (_ids(3, 6, g).t(), torch.tensor([6, 4, 2])), dynamic_shapes=dynamic)
     assert _restored(model)
+
+
+class Unpacks(EncoderRNN):
+    """Unpacks into one tensor per row (``unpack_sequence``), a loop over the batch."""
+
+    def forward(self, input_seq, input_lengths, hidden=None):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(input_seq), input_lengths)
+        return torch.cat(nn.utils.rnn.unpack_sequence(self.gru(packed, hidden)[0]))
+
+
+def test_a_dynamic_axis_the_model_fixes_is_an_error() -> None:
+    """torch.onnx.export retries a model that specialises a named Dim with the axis fixed, silently
+    (here unpack_sequence's loop over the rows fixes the batch at 3): export refuses it."""
+    model = Unpacks(HIDDEN, nn.Embedding(VOCAB, HIDDEN)).eval()
+    model.gru = MaskedGRU.from_module(model.gru)
+    g = torch.Generator().manual_seed(5)
+    batch, time = torch.export.Dim("batch"), torch.export.Dim("time")
+    dynamic = {"input_seq": {0: time, 1: batch}, "input_lengths": {0: batch}}
+    with pytest.raises(
+        ValueError, match=r"input 'input_seq' axis 1 .* 'batch', but the exported model fixes it at 3"
+    ):
+        export(model, (_ids(3, 6, g).t(), torch.tensor([6, 4, 2])), dynamic_shapes=dynamic)
+    assert _restored(model)

@@ -50,6 +50,11 @@ def export(
     get specialised by ``torch.export``, so trace with at least 2. ``strategy`` is ``"function"``,
     ``"scan"`` or ``"native"`` (see the module docstring). Put the model in ``eval()`` mode first
     unless you mean to export dropout. Returns the model, checked by ``onnx.checker`` (full check).
+
+    Model code that keeps ``pack_padded_sequence`` -> masked module -> ``pad_packed_sequence`` is
+    traced as a mask (:mod:`onnx_masked_rnn.torch.packed`); other packed-sequence forms raise a
+    :class:`~onnx_masked_rnn.torch.packed.PackedSequenceError` naming the one-line change. An
+    input axis given a named ``Dim`` that the exported model fixes is an error.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
@@ -74,8 +79,32 @@ def export(
             raise
         raise packed from None  # its own traceback says where; torch's report would only bury it
     exported = program.model_proto
+    _check_dynamic(exported, dynamic_shapes)
     exported = attach_functions(exported) if strategy == "function" else inline(exported, strategy)
     onnx.checker.check_model(exported, full_check=True)
     if path is not None:
         write_atomic(Path(path), exported.SerializeToString())  # whole or not at all
     return exported
+
+
+def _check_dynamic(model: onnx.ModelProto, dynamic_shapes: Any) -> None:
+    """Refuse a fixed axis where ``dynamic_shapes`` (a dict keyed by the graph's input names) asked
+    for a named ``Dim``: when the model's code specialises such an axis, ``torch.onnx.export``
+    retries with ``torch.export``'s suggested fix, which fixes the axis without saying so."""
+    if not isinstance(dynamic_shapes, dict):
+        return
+    inputs = {i.name: list(i.type.tensor_type.shape.dim) for i in model.graph.input}
+    for name, axes in dynamic_shapes.items():
+        if name not in inputs or not isinstance(axes, dict):
+            continue
+        for axis, dim in axes.items():
+            if not isinstance(dim, torch.export.Dim) or not -len(inputs[name]) <= axis < len(inputs[name]):
+                continue
+            if inputs[name][axis].HasField("dim_value"):
+                raise ValueError(
+                    f"input {name!r} axis {axis} was given the dynamic dimension {dim.__name__!r}, but "
+                    f"the exported model fixes it at {inputs[name][axis].dim_value}: some code of the "
+                    "model needs a fixed size there (torch.export.export(model, args, dynamic_shapes=..., "
+                    "strict=False) raises where), and torch.onnx.export then exports a fixed size "
+                    "without saying so"
+                )
