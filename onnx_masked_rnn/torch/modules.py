@@ -82,8 +82,8 @@ class _Masked:
         raise RuntimeError(
             f"{type(self).__name__} does not support torch.jit.script: TorchScript (deprecated by "
             "torch) cannot compile its forward, Python code around a custom op (mask or "
-            "PackedSequence input, per-layer weight conversion). Use torch.export or torch.compile "
-            "instead, and onnx_masked_rnn.torch.export for ONNX."
+            "PackedSequence input, per-layer weight conversion). Use torch.export instead "
+            "(onnx_masked_rnn.torch.export for ONNX)."
         )
 
     def extra_repr(self) -> str:
