@@ -263,12 +263,20 @@ def recurrence(op, config: Configuration, form: str, inputs: dict[str, ir.Value]
     if m is not None:
         m = op.Unsqueeze(m, [2], _outputs=["m"])  # [T, N, 1]: a step's m_t broadcasts over [N, H]
     initial = {n: get(n) for n in ("initial_h", "initial_c") if n in attrs.spec.inputs}
+    # onnxruntime 1.32 (ORT_ENABLE_ALL) crashes at session creation on a float16 MatMul fed by a
+    # Transpose of its input when a MatMul or Mul follows (MatmulTransposeFusion): batch-major
+    # float16 X is projected as it is and the projections are transposed instead.
+    project_batch_major = attrs.layout == 1 and dtype == ir.DataType.FLOAT16
     if attrs.layout == 1:
-        X = op.Transpose(X, perm=[1, 0, 2])
+        if not project_batch_major:
+            X = op.Transpose(X, perm=[1, 0, 2])
         initial = {n: None if v is None else op.Transpose(v, perm=[1, 0, 2]) for n, v in initial.items()}
     zeros = None
     if None in initial.values():
-        shape = op.Concat(op.Shape(X, start=1, end=2), op.Shape(inputs["R"], start=2, end=3), axis=0)
+        batch_axis = 0 if project_batch_major else 1
+        shape = op.Concat(
+            op.Shape(X, start=batch_axis, end=batch_axis + 1), op.Shape(inputs["R"], start=2, end=3), axis=0
+        )
         zeros = op.ConstantOfShape(
             shape, value=ir.tensor(np.zeros(1, dtype=dtype.numpy())), _outputs=["zeros"]
         )
@@ -279,6 +287,9 @@ def recurrence(op, config: Configuration, form: str, inputs: dict[str, ir.Value]
             cell = lstm_cell(op, attrs, d, *weights, get("P"), dtype)
         else:
             cell = (gru_cell if attrs.op_type == "MaskedGRU" else rnn_cell)(op, attrs, d, *weights, dtype)
+        if project_batch_major:
+            projections = tuple((op.Transpose(v, perm=[1, 0, 2]), name) for v, name in cell.projections)
+            cell = dataclasses.replace(cell, projections=projections)
         state = [zeros if v is None else op.Gather(v, d, axis=0) for v in initial.values()]
         Y_d, final = masked_scan(
             op,
