@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.nn.utils import rnn
 
 from onnx_masked_rnn.torch.modules import MaskedGRU, MaskedLSTM, MaskedRNN
@@ -108,7 +109,7 @@ def pad_packed_sequence(
         torch._check(longest >= 0)
         torch._check(longest <= steps)
         padded = padded.narrow(time, 0, longest)
-    elif not torch.fx.experimental.symbolic_shapes.statically_known_true(total_length == steps):
+    elif not statically_known_true(total_length == steps):
         # Padded to total_length, or cut to it when the input was longer (without a guard).
         block = list(padded.shape)
         block[time] = total_length
