@@ -21,7 +21,8 @@ from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
 _DELEGATED = {
     "conformance": (
         "onnx_masked_rnn.conformance.runner",
-        "run the conformance suite on one or all backends; ends with 'N passed, N failed'",
+        "run the conformance suite on one or all backends (--list: the cases and what each covers); "
+        "ends with 'N passed, N failed'",
     ),
     "fuzz": (
         "onnx_masked_rnn.fuzz",

@@ -57,11 +57,22 @@ def test_each_listed_case_is_explained_by_its_defects(results: dict, backend: st
 def test_the_list_names_defects_that_exist_and_uses_them() -> None:
     used = {d for cases in KNOWN["backends"].values() for entry in cases.values() for d in entry["defects"]}
     assert used <= set(DEFECTS), used - set(DEFECTS)
-    # a defect no checked case shows is kept only with the reason (the package avoids it, or the
-    # variant that meets it is not checked on that runtime)
+    # a defect no case shows is kept only with the reason (how the package's graphs avoid it)
     unused = {key for key, defect in DEFECTS.items() if key not in used and not defect.workaround}
     assert not unused, f"no listed case shows {unused}: remove them or list their cases"
     assert KNOWN["checked"] == {b: list(v) for b, v in limitations.CHECKED.items()}
+
+
+def test_the_list_covers_every_variant_on_every_runtime() -> None:
+    """Each runtime's masked node, Scan expansion and native expansion are measured and checked,
+    including the cells where a runtime lacks what the variant needs (OpenVINO and tract on the
+    masked node, tract on the native expansion), and each cell counts every case of its variant."""
+    cases = limitations.plan()
+    for backend in ("onnxruntime", "onnxruntime-noopt", "openvino", "tract"):
+        assert KNOWN["checked"][backend] == ["base", "expanded", "native"], backend
+        for variant in ("base", "expanded", "native"):
+            total = sum(limitations.variant_of(c.name) == variant for c in cases[backend])
+            assert total and sum(KNOWN["counts"][backend][variant].values()) == total, (backend, variant)
 
 
 REPROS = [(key, backend) for key, d in DEFECTS.items() for backend in d.backends]

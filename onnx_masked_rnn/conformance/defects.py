@@ -7,7 +7,7 @@ defects behind it; the tests check a run of the suite against it exactly and che
 defect it names still reproduces (:func:`reproduce`), so a fix upstream is noticed too.
 
 A defect's ``status`` is the outcome it causes (``outcomes.STATUSES``); ``workaround`` says how the
-package's graphs avoid it (the portable Scan form) or why no checked variant meets it.
+package's graphs avoid it (the portable Scan form), so that no case of the suite meets it.
 """
 
 from __future__ import annotations

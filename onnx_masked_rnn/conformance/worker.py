@@ -120,9 +120,12 @@ def run_cases(
             ready = multiprocessing.connection.wait(list(by_connection), timeout=wait)
             overdue = {s for s in busy if workers[s].deadline <= time.monotonic()}
             for spec in {by_connection[c] for c in ready} | overdue:
-                yield spec, position[spec], _outcome(workers[spec].result())
+                result = workers[spec].result()
+                yield spec, position[spec], _outcome(result)
                 position[spec] += 1
                 if position[spec] < len(plan[spec]):
+                    if isinstance(result, Crash):  # a fresh process: load the backend outside the case's time
+                        workers[spec].run(_CHECK)
                     workers[spec].submit(plan[spec][position[spec]])
                 else:
                     busy.discard(spec)
