@@ -280,14 +280,18 @@ def describe_case(case_dir: Path, model: Any = None) -> dict[str, str]:
             node = None
     info = {"variant": VARIANTS[variant]}
     x = model.graph.input[0] if model.graph.input else None
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(x.type.tensor_type.elem_type).name if x else "-"
+    elem_type = x.type.tensor_type.elem_type if x else 0
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type).name if elem_type else "-"
+    try:
+        attributes = attributes_from_node(node) if node is not None else {}
+    except ValueError:  # an attribute referring to an outer one: not a node to read
+        node = None
     if node is None:
         info["inputs"] = ",".join(i.name for i in model.graph.input[3:]) or "-"
         info["outputs"] = ",".join(o.name for o in model.graph.output)
         info["dtype"] = dtype
         return info
     spec = OP_SPECS[node.op_type]
-    attributes = attributes_from_node(node)
     others = [
         f"{name}={attributes[name]:g}"
         for name in ("clip", "input_forget", "linear_before_reset")
