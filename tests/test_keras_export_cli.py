@@ -340,3 +340,28 @@ def test_importing_the_package_and_the_cli_does_not_import_keras() -> None:
         [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_cli_custom_object_errors(tmp_path: Path) -> None:
+    """--custom-object that is not NAME=MODULE:QUALNAME, or names a module that does not exist:
+    exit status 1, one line naming the option's value, no traceback."""
+    (tmp_path / "m.keras").write_text("not read")
+    for spec, words in (("Scale", "expected NAME=MODULE:QUALNAME"), ("S=no_such_module:S", "no_such_module")):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "onnx_masked_rnn",
+                "convert",
+                str(tmp_path / "m.keras"),
+                str(tmp_path / "o.onnx"),
+                "--custom-object",
+                spec,
+            ],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr
+        assert words in done.stderr and spec in done.stderr and "Traceback" not in done.stderr, done.stderr
