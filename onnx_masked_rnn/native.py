@@ -58,6 +58,7 @@ from onnx_masked_rnn.functions import (
     nothing_processed,
     to_function_proto,
 )
+from onnx_masked_rnn.functions.cells import constant
 from onnx_masked_rnn.functions.masked_scan import effective_mask
 
 __all__ = ["build_native_function"]
@@ -125,7 +126,7 @@ class _MaskedToNative:
         dims = op.Shape(inputs["X"])
         self.T = op.Gather(dims, 1 if self.batch_major else 0, _outputs=["T"])  # scalars
         self.N = op.Gather(dims, 0 if self.batch_major else 1, _outputs=["N"])
-        self.zero, self.one = op.Constant(value_int=0), op.Constant(value_int=1)
+        self.zero, self.one = constant(op, 0, _INT64), constant(op, 1, _INT64)
         # initial_h/initial_c direction-major [D, N, H] (absent: None)
         self.initial = {
             name: self.transpose_state(inputs[name]) if self.batch_major else inputs[name]
@@ -165,12 +166,10 @@ class _MaskedToNative:
     def masked(self, op, m: ir.Value) -> list[ir.Value]:
         """The four steps of the module docstring."""
         m_int = op.Cast(m, to=_INT64)
-        counts = op.ReduceSum(m_int, op.Constant(value_ints=[0]), keepdims=0, _outputs=["counts"])  # [N]
+        counts = op.ReduceSum(m_int, constant(op, [0], _INT64), keepdims=0, _outputs=["counts"])  # [N]
         # [T, N]: unmasked steps up to t. CumSum in int32 (tract miscomputes it in int64); the
         # indices in int64 (onnxruntime's Gather is slower with int32 ones).
-        cumsum = op.Cast(
-            op.CumSum(op.Cast(m, to=_INT32), op.Constant(value_int=0)), to=_INT64, _outputs=["cumsum"]
-        )
+        cumsum = op.Cast(op.CumSum(op.Cast(m, to=_INT32), self.zero), to=_INT64, _outputs=["cumsum"])
         rank = op.Sub(cumsum, self.one, _outputs=["rank"])  # an unmasked step's position once compacted
 
         def compacted(op) -> list[ir.Value]:
@@ -190,7 +189,7 @@ class _MaskedToNative:
         # Y[t, d, n] = padded[source[t, d, n], d, n], with the pad row last (source -1):
         # one Gather on `padded` flattened to [(T+1)·D·N, H], addressed by source·D·N + d·N + n.
         padded = op.Pad(Y_compact, [0, 0, 0, 0, 1, 0, 0, 0], _outputs=["padded"])  # zeros
-        D = op.Constant(value_int=self.attrs.num_directions)
+        D = constant(op, self.attrs.num_directions, _INT64)
         lanes = op.Mul(self.N, D)
         flat = op.Add(
             op.Mul(self.source_steps(op, m_int, rank, cumsum, counts), lanes),

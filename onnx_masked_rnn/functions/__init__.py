@@ -24,7 +24,7 @@ import onnx_ir as ir
 
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn.attributes import RNNAttributes
-from onnx_masked_rnn.functions.cells import gru_cell, lstm_cell, rnn_cell
+from onnx_masked_rnn.functions.cells import constant, gru_cell, lstm_cell, rnn_cell
 from onnx_masked_rnn.functions.masked_scan import SCAN_FORMS, effective_mask, masked_scan
 
 __all__ = ["MIN_OPSET", "SCAN_FORMS", "Configuration", "build_scan_function", "check_opset", "max_opset"]
@@ -215,7 +215,7 @@ def nothing_processed(op, config: Configuration, inputs: dict[str, ir.Value]) ->
     X = inputs["X"]
     T = op.Shape(X, start=time_axis, end=time_axis + 1)
     N = op.Shape(X, start=batch_axis, end=batch_axis + 1)
-    D, H = op.Constant(value_ints=[attrs.num_directions]), op.Shape(inputs["R"], start=2, end=3)
+    D, H = constant(op, [attrs.num_directions], ir.DataType.INT64), op.Shape(inputs["R"], start=2, end=3)
     zero = ir.tensor(np.zeros(1, dtype=ir.DataType(config.dtype).numpy()))
     outputs = [
         op.ConstantOfShape(
@@ -237,7 +237,9 @@ def op_body(op, config: Configuration, form: str, *values: ir.Value | None) -> l
     :func:`recurrence`."""
     spec = config.attrs.spec
     inputs = {n: v for n, v in zip(spec.inputs, values) if n in ("X", "W", "R") or n in config.present}
-    empty = op.Equal(op.ReduceProd(op.Shape(inputs["X"], start=0, end=2), keepdims=0), 0)
+    # seq_length · batch_size, not Size(X): X of shape [T, N, 0] still has steps to process
+    dims = op.Shape(inputs["X"])
+    empty = op.Equal(op.Mul(op.Gather(dims, 0), op.Gather(dims, 1)), 0)
     nothing = op.builder.subgraph(
         lambda op: nothing_processed(op, config, inputs),
         [],

@@ -41,8 +41,10 @@ class Cell:
     step: Step
 
 
-def constant(op, value: float, dtype: ir.DataType) -> ir.Value:
-    """A scalar ``Constant`` node of element type ``dtype`` in ``op``'s graph."""
+def constant(op, value: float | Sequence[float], dtype: ir.DataType) -> ir.Value:
+    """A ``Constant`` node in ``op``'s graph holding ``value`` (a scalar, or a list: 1-D) as a
+    ``value`` tensor of element type ``dtype`` (never ``value_int(s)``/``value_float(s)``, which
+    some runtimes, TVM among them, reject)."""
     return op.Constant(value=ir.tensor(np.array(value, dtype=dtype.numpy())))
 
 

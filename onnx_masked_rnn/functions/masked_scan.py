@@ -114,7 +114,7 @@ def masked_scan(
                 y = next_state[0]
         # The scan output is a value of its own: onnxruntime 1.32 miscomputes a body output that
         # is both a state and a scan output.
-        y_t = op.Unsqueeze(y, op.Constant(value_ints=[0]))
+        y_t = op.Unsqueeze(y, constant(op, [0], ir.DataType.INT64))
         passed = [op.Identity(w) for w in weights] if portable else []
         return [*next_state, *([y] if carry_y else []), *passed, y_t]
 
