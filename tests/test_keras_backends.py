@@ -17,6 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
+NO_TENSORFLOW = pytest.mark.skipif(not HAS_TENSORFLOW, reason="TensorFlow is not installed here")
+# The backends a user exports from, other than the torch backend the export itself runs on.
+OTHER_BACKENDS = ["jax", pytest.param("tensorflow", marks=NO_TENSORFLOW)]
 
 # A module of custom layers, as a user's package would hold them: one registered with Keras, one not.
 LAYERS_MODULE = '''
@@ -152,16 +155,7 @@ def _user_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "jax",
-        pytest.param(
-            "tensorflow",
-            marks=pytest.mark.skipif(not HAS_TENSORFLOW, reason="TensorFlow is not installed here"),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_custom_layers_from_a_module_export_from_another_backend(tmp_path: Path, backend: str) -> None:
     """A registered and an unregistered custom layer from the user's module: the torch-backend child
     imports the module; the ONNX model equals this backend's predict at two lengths."""
@@ -200,16 +194,7 @@ except UnsupportedLayerError as exc:
 """
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "jax",
-        pytest.param(
-            "tensorflow",
-            marks=pytest.mark.skipif(not HAS_TENSORFLOW, reason="TensorFlow is not installed here"),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_class_defined_in_the_script_is_named(tmp_path: Path, backend: str) -> None:
     """A custom layer defined in the script (__main__): the child cannot import it; the error names
     the class and the two ways out, and no model is written."""
@@ -229,7 +214,7 @@ def test_class_defined_in_the_script_is_named(tmp_path: Path, backend: str) -> N
             "tensorflow",
             "tensorflow",
             "tanh",
-            marks=pytest.mark.skipif(not HAS_TENSORFLOW, reason="TensorFlow is not installed here"),
+            marks=NO_TENSORFLOW,
         ),
     ],
 )
