@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -46,7 +45,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["add_arguments", "run"]
+from onnx_masked_rnn import record
+
+__all__ = ["Case", "add_arguments", "run", "session", "with_initializers", "workload"]
 
 VARIANTS = (
     "native op",
@@ -63,13 +64,6 @@ DEFAULT_MASKS = ("all_true", "right_padded", "holes")
 QUICK_SHAPES = ((12, 3, 4, 8),)
 QUICK_MASKS = ("all_true", "holes")
 OPSET = 21
-# The targets of issue 5, checked at the end of a run: (variant, threads, shape or None = every
-# default shape, limit).
-TARGETS = (
-    ("native expansion", 1, None, 1.05),
-    ("scan expansion", 1, (100, 32, 64, 128), 1.25),
-    ("scan expansion", 2, (100, 32, 64, 128), 1.5),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default: 20; --quick: 3)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs per variant first (default: 3)")
-    parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the results as a record (onnx_masked_rnn.record: date, machine, load, versions, "
+        "command), e.g. docs/results/bench.json, from which scripts/generate_docs.py writes the docs",
+    )
     parser.add_argument(
         "--plot", metavar="PATH", help="draw the ratios as a PNG (needs matplotlib: the 'bench' extra)"
     )
@@ -127,8 +126,8 @@ class Case:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Time every case, print the table and the targets' verdicts, write the JSON and the plot.
-    Returns 0 (missed targets are reported, not failed); bad options raise ``ValueError``."""
+    """Time every case, print the table, write the record (``--json``) and the plot. Returns 0;
+    bad options raise ``ValueError``."""
     from onnx_masked_rnn.testing import MASK_KINDS
 
     shapes = (
@@ -151,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         {(c.op, c.shape, c.mask) for c in cases if c.mask == ("holes" if "holes" in masks else masks[0])}
     )
     steps = len(cases) * len(VARIANTS) + (0 if args.no_memory else len(probes) * len(VARIANTS))
-    environment = _environment()  # before timing: the load average is then the others' work
+    recorded = record.start("bench")  # before timing: the load average is then the others' work
     progress = _Progress(steps)
 
     results = []
@@ -163,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
             memory.extend(_memory_case(Case(op, shape, mask, 1), progress))
     progress.close()
 
-    report = {
-        "environment": environment,
-        "config": {
+    report = record.finish(
+        recorded,
+        numpy_threads="the BLAS library's default (not set by --threads)",
+        config={
             "ops": list(args.ops),
             "shapes": [list(s) for s in shapes],
             "masks": masks,
@@ -174,17 +174,15 @@ def run(args: argparse.Namespace) -> int:
             "warmup": args.warmup,
             "opset": OPSET,
         },
-        "results": results,
-        "memory": memory,
-    }
+        results=results,
+        memory=memory,
+    )
     print(_table(results, memory))
-    print(_targets(results, memory))
-    load, cores = environment["load_average_1min_before"], os.cpu_count() or 1
+    load, cores = report["machine"]["load_average_before"], os.cpu_count() or 1
     if load is not None and load > 0.5 * cores:
         print(f"note: load average {load:.2f} on {cores} cores before timing: other work shares the CPU")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+        record.write(report, args.json)
         print(f"wrote {args.json}")
     if args.plot:
         _plot(results, args.plot)
@@ -202,7 +200,7 @@ def _attributes(op: str, H: int):
     return parse_attributes(f"Masked{op}", hidden_size=H, masked_output="carry", **extra)
 
 
-def _workload(case: Case):
+def workload(case: Case):
     """The masked node's attributes, its inputs and the effective mask (time-major)."""
     import numpy as np
 
@@ -215,7 +213,7 @@ def _workload(case: Case):
     return attrs, inputs
 
 
-def _with_initializers(model, inputs: dict, names: Sequence[str]):
+def with_initializers(model, inputs: dict, names: Sequence[str]):
     """``model`` with the graph inputs ``names`` turned into initializers holding ``inputs``."""
     from onnx import numpy_helper
 
@@ -226,7 +224,9 @@ def _with_initializers(model, inputs: dict, names: Sequence[str]):
     return model
 
 
-def _session(model, threads: int, *, arena: bool = True):
+def session(model, threads: int, *, arena: bool = True):
+    """An onnxruntime CPU session of ``model`` as the benchmark times it: ``threads`` intra-op
+    threads, spinning stopped after each run, the memory arena on or off."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -250,7 +250,7 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
     from onnx_masked_rnn import testing
     from onnx_masked_rnn.reference import FUNCTIONS
 
-    attrs, inputs = _workload(case)
+    attrs, inputs = workload(case)
     weights = ("W", "R", "B")
     reference = FUNCTIONS[attrs.op_type]
     expected = reference(**inputs, **attrs.to_onnx())[0]
@@ -291,11 +291,11 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
             "portable scan": ("scan", "portable"),
         }[variant]
         model = inline(testing.make_model(attrs, inputs, OPSET), strategy, scan_form=form)
-    model = _with_initializers(
+    model = with_initializers(
         model, inputs, [w for w in weights if any(i.name == w for i in model.graph.input)]
     )
-    session = _session(model, case.threads, arena=arena)
-    return (lambda: session.run(["Y"], feeds)[0]), expected
+    runner = session(model, case.threads, arena=arena)
+    return (lambda: runner.run(["Y"], feeds)[0]), expected
 
 
 def _loop_model(op: str, attrs, inputs: dict):
@@ -607,83 +607,6 @@ def _table(results: list[dict], memory: list[dict]) -> str:
         lines.append("errors:")
         lines.extend(errors)
     return "\n".join(lines)
-
-
-def _targets(results: list[dict], memory: list[dict]) -> str:
-    """The issue's targets, judged per op, each with the worst measured ratio and whether it is
-    met (the issue states them for LSTM; GRU and RNN are held to the same lines)."""
-    lines = ["", "targets:"]
-    for op in dict.fromkeys(r["op"] for r in results):
-        lines += [
-            f"  {op}: {line}"
-            for line in _op_targets(
-                [r for r in results if r["op"] == op], [r for r in memory if r["op"] == op]
-            )
-        ]
-    return "\n".join(lines)
-
-
-def _op_targets(results: list[dict], memory: list[dict]) -> list[str]:
-    lines = []
-    for variant, threads, shape, limit in TARGETS:
-        rows = [
-            r
-            for r in results
-            if r["variant"] == variant
-            and r["threads"] == threads
-            and r["ratio"] is not None
-            and (tuple(r["shape"]) == shape if shape else tuple(r["shape"]) in DEFAULT_SHAPES)
-        ]
-        where = "the default shapes" if shape is None else "x".join(map(str, shape))
-        if not rows:
-            lines.append(f"{variant} <= {limit}x at {threads} thread(s), {where}: not measured")
-            continue
-        worst = max(rows, key=lambda r: r["ratio"])
-        verdict = "met" if worst["ratio"] <= limit else "MISSED"
-        lines.append(
-            f"{variant} <= {limit}x at {threads} thread(s), {where}: worst {worst['ratio']:.3f}x "
-            f"({worst['key']}) {verdict}"
-        )
-    by_key: dict[str, dict[str, dict]] = {}
-    for row in results:
-        by_key.setdefault(row["key"], {})[row["variant"]] = row
-    beaten = [
-        rows["native expansion"]["ratio"] < rows["loop (converter)"]["ratio"]
-        for rows in by_key.values()
-        if all(rows.get(v, {}).get("ratio") for v in ("native expansion", "loop (converter)"))
-    ]
-    if beaten:
-        lines.append(
-            f"native expansion faster than the Loop: {sum(beaten)}/{len(beaten)} configurations "
-            f"{'met' if all(beaten) else 'MISSED'}"
-        )
-    for variant in ("native expansion", "scan expansion"):
-        ratios = [r["ratio"] for r in memory if r["variant"] == variant and r["ratio"] is not None]
-        if ratios:
-            verdict = "met" if max(ratios) <= 1.5 else "MISSED"
-            lines.append(
-                f"peak memory of {variant} <= 1.5x the native op: worst {max(ratios):.2f}x {verdict}"
-            )
-    return lines
-
-
-def _environment() -> dict:
-    import numpy as np
-    import onnx
-    import onnxruntime as ort
-
-    return {
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "load_average_1min_before": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "onnxruntime": ort.__version__,
-        "onnx": onnx.__version__,
-        "numpy": np.__version__,
-        "numpy_threads": "the BLAS library's default (not set by --threads)",
-    }
 
 
 def _plot(results: list[dict], path: str) -> None:

@@ -39,13 +39,13 @@ import itertools, sys, onnx
 from onnx_masked_rnn import bench, testing
 from onnx_masked_rnn.inline import inline
 for shape, mask in itertools.product(SHAPES, MASKS):
-    attrs, inputs = bench._workload(bench.Case("LSTM", shape, mask, 1))
+    attrs, inputs = bench.workload(bench.Case("LSTM", shape, mask, 1))
     model = testing.make_model(attrs, inputs, bench.OPSET)
     for strategy, form in FORMS:
         m = inline(model, strategy, scan_form=form)
         weights = [w for w in ("W", "R", "B") if any(i.name == w for i in m.graph.input)]
         stem = f"{'x'.join(map(str, shape))}_{mask}_{strategy}_{form}"
-        onnx.save(bench._with_initializers(m, inputs, weights), f"{sys.argv[1]}/{stem}.onnx")
+        onnx.save(bench.with_initializers(m, inputs, weights), f"{sys.argv[1]}/{stem}.onnx")
 """
 
 
@@ -107,13 +107,13 @@ def main() -> None:
         print(f"{'model':44s} {'old ms':>8s} {'new ms':>8s} {'new/old':>8s}  optimized graphs")
         ratios = []
         for shape, mask in itertools.product(SHAPES, MASKS):
-            _, inputs = bench._workload(bench.Case("LSTM", shape, mask, 1))
+            _, inputs = bench.workload(bench.Case("LSTM", shape, mask, 1))
             feeds = {k: v for k, v in inputs.items() if k not in ("W", "R", "B")}
             for strategy, form in FORMS:
                 model = name(shape, mask, strategy, form)
                 paths = {tag: scratch / tag / f"{model}.onnx" for tag in ("old", "new")}
                 equal = optimized(paths["old"], scratch) == optimized(paths["new"], scratch)
-                sessions = {tag: bench._session(onnx.load(p), 1) for tag, p in paths.items()}
+                sessions = {tag: bench.session(onnx.load(p), 1) for tag, p in paths.items()}
                 Y = {tag: s.run(["Y"], feeds)[0] for tag, s in sessions.items()}
                 assert np.array_equal(Y["old"], Y["new"]), f"{model}: old and new compute different Y"
                 for _ in range(3):

@@ -21,7 +21,7 @@ FORMS = [("native", "capture"), ("scan", "capture"), ("scan", "portable")]
 
 def main() -> None:
     for shape, mask in itertools.product(SHAPES, MASKS):
-        attrs, inputs = bench._workload(bench.Case("LSTM", shape, mask, 1))
+        attrs, inputs = bench.workload(bench.Case("LSTM", shape, mask, 1))
         model = testing.make_model(attrs, inputs, bench.OPSET)
         for strategy, form in FORMS:
             digest = hashlib.sha256(inline(model, strategy, scan_form=form).SerializeToString()).hexdigest()

@@ -271,7 +271,9 @@ def test_bench_quick(tmp_path) -> None:
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--json", str(path), "--plot", str(tmp_path / "bench.png")]) == 0
     report = json.loads(path.read_text())
-    assert {"environment", "config", "results", "memory"} <= set(report)
+    header = {"kind", "date_utc", "command", "machine", "versions"}
+    assert header | {"config", "results", "memory"} <= set(report)
+    assert report["kind"] == "bench" and report["machine"]["load_average_after"] is not None
     for rows in (report["results"], report["memory"]):
         keys = {row["key"] for row in rows}
         assert keys and {(k, v) for k in keys for v in VARIANTS} == {(r["key"], r["variant"]) for r in rows}
