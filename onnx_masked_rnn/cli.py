@@ -1,8 +1,11 @@
 """The ``onnx-masked-rnn`` command line (also ``python -m onnx_masked_rnn``).
 
-Subcommands: ``conformance`` (the main job), ``generate-tests DIR``, ``inline IN OUT``, ``bench``.
+Subcommands: ``conformance`` (the suite on one or more backends), ``fuzz`` (the differential
+fuzz), ``bench`` (the benchmark), ``convert MODEL.keras OUT.onnx`` (Keras export),
+``generate-tests DIR`` (the suite's files) and ``inline IN OUT`` (expand the masked nodes).
 Each heavy subcommand lives in its own module, which declares its options (``add_arguments``)
-and runs them (``run``); this module only wires them together and does the file I/O.
+and runs them (``run``); this module only wires them together and does the file I/O. Help texts
+are plain text (argparse prints them as they are).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ _DELEGATED = {
     "conformance": (
         "onnx_masked_rnn.conformance.runner",
         "run the conformance suite on one or all backends (--list: the cases and what each covers); "
-        "ends with 'N passed, N failed'",
+        "ends with 'N passed, N failed, N skipped'",
     ),
     "fuzz": (
         "onnx_masked_rnn.fuzz",
@@ -90,17 +93,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+# What ``onnx-masked-rnn --help`` says first (plain text: the docstring is reStructuredText).
+DESCRIPTION = (
+    "MaskedLSTM, MaskedGRU and MaskedRNN for ONNX: the conformance suite, the fuzz, the benchmark, "
+    "Keras conversion, the suite's files and the expansion of masked nodes into standard ops "
+    "(also: python -m onnx_masked_rnn)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="onnx-masked-rnn", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="onnx-masked-rnn", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in _DELEGATED.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(module).add_arguments(p)
         p.set_defaults(func=lambda args, module=module: importlib.import_module(module).run(args))
-    p = sub.add_parser("generate-tests", help="write the conformance cases in the backend-test layout")
+    help_text = "write the conformance cases in the backend-test layout"
+    p = sub.add_parser("generate-tests", help=help_text, description=help_text)
     p.add_argument("directory", help="output folder; cases go to DIR/node/test_*")
     p.set_defaults(func=_generate_tests)
-    p = sub.add_parser("inline", help="replace every masked node by standard ONNX ops")
+    help_text = "replace every masked node by standard ONNX ops"
+    p = sub.add_parser("inline", help=help_text, description=help_text)
     p.add_argument("input", help="model to read (.onnx)")
     p.add_argument("output", help="model to write (.onnx)")
     p.add_argument("--strategy", choices=("scan", "native"), default="scan", help="expansion (default: scan)")
