@@ -7,6 +7,8 @@ backend-test runner treats that exception the same way). Built in:
 
 - ``onnxruntime``: an ``onnxruntime.InferenceSession`` on the CPU, graph optimizations enabled;
   ``onnxruntime-noopt``: the same with them disabled (``ORT_DISABLE_ALL``).
+- ``onnxruntime-kernel``: the same with the package's native kernel registered
+  (``onnx_masked_rnn.kernel``): it runs the masked-node variant and skips the expanded ones.
 - ``openvino``: OpenVINO's CPU plugin, inference precision pinned to float32.
 - ``tract``: tract's ONNX loader and runtime.
 - ``reference``: the numpy reference of this package; it runs models whose graph is one masked node
@@ -41,6 +43,7 @@ __all__ = [
     "BUILTIN",
     "OnnxReferenceBackend",
     "OnnxRuntimeBackend",
+    "OnnxRuntimeKernelBackend",
     "OnnxRuntimeNoOptBackend",
     "OpenVINOBackend",
     "ReferenceBackend",
@@ -74,13 +77,20 @@ class OnnxRuntimeBackend(_CPUBackend):
     optimization_level = "ORT_ENABLE_ALL"
 
     @classmethod
-    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+    def session_options(cls) -> Any:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, cls.optimization_level)
         options.log_severity_level = 4  # errors come back as exceptions; do not log them too
+        return options
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        import onnxruntime as ort
+
+        options = cls.session_options()
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
         return _Rep(lambda inputs: session.run(None, dict(zip(names, inputs))))
@@ -91,6 +101,41 @@ class OnnxRuntimeNoOptBackend(OnnxRuntimeBackend):
     without the constant folding and shape propagation that can hide a graph's omissions."""
 
     optimization_level = "ORT_DISABLE_ALL"
+
+
+class OnnxRuntimeKernelBackend(OnnxRuntimeBackend):
+    """onnxruntime as ``onnxruntime``, with the package's native kernel registered
+    (``onnx_masked_rnn.kernel.session``): the masked nodes run on it. A node the kernel would not
+    cover is an error here, not a silent fallback to its expansion; a graph without a masked node
+    (the expanded variants) is skipped."""
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this backend cannot run here (the kernel library was not built), or None."""
+        from onnx_masked_rnn import kernel
+
+        try:
+            kernel.library_path()
+        except kernel.KernelNotBuiltError as error:
+            return str(error)
+        return None
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
+        import warnings
+
+        from onnx_masked_rnn import kernel
+
+        if not any(n.domain == DOMAIN and n.op_type in OP_SPECS for n in walk_nodes(model.graph.node)):
+            raise unittest.SkipTest(
+                "expanded variant (standard ops only): no masked node for the kernel to run; "
+                "--backend onnxruntime runs these graphs"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", kernel.KernelFallbackWarning)
+            session = kernel.session(model, cls.session_options(), providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        return _Rep(lambda inputs: session.run(None, dict(zip(names, inputs))))
 
 
 class OpenVINOBackend(_CPUBackend):
@@ -231,6 +276,7 @@ class OnnxReferenceBackend(_CPUBackend):
 BUILTIN: dict[str, Any] = {
     "onnxruntime": OnnxRuntimeBackend,
     "onnxruntime-noopt": OnnxRuntimeNoOptBackend,
+    "onnxruntime-kernel": OnnxRuntimeKernelBackend,
     "openvino": OpenVINOBackend,
     "tract": TractBackend,
     "reference": ReferenceBackend,
@@ -239,11 +285,16 @@ BUILTIN: dict[str, Any] = {
 
 
 def missing_package(spec: str) -> str | None:
-    """The Python package a built-in backend needs and that is not installed, or None."""
+    """The Python package a built-in backend needs and that is not installed, or None (for
+    ``onnxruntime-kernel``, whose package is this one: its library when that was not built)."""
     import importlib.util
 
-    package = getattr(BUILTIN.get(spec), "requires", None)
-    return package if package and importlib.util.find_spec(package) is None else None
+    backend = BUILTIN.get(spec)
+    package = getattr(backend, "requires", None)
+    if package and importlib.util.find_spec(package) is None:
+        return package
+    unavailable = getattr(backend, "unavailable", None)
+    return "onnx_masked_rnn's kernel library" if unavailable and unavailable() else None
 
 
 def resolve(spec: str) -> Any:
@@ -257,6 +308,10 @@ def resolve(spec: str) -> Any:
     ``--timeout``, not the run.
     """
     if spec in BUILTIN:
+        unavailable = getattr(BUILTIN[spec], "unavailable", None)
+        reason = unavailable() if unavailable else None
+        if reason:
+            raise ValueError(f"--backend {spec!r}: {reason}")
         package = missing_package(spec)
         if package:
             raise ValueError(f"--backend {spec!r} needs the {package!r} package: pip install {package}")
