@@ -8,7 +8,7 @@ Bidirectional(LSTM(64), return_sequences) -> Bidirectional(LSTM(64)) -> Dense(1,
 
 Writes ``docs/results/keras_tf_export.json`` (date, machine, versions, each row) and prints the
 table that docs/keras.md shows (``--table`` prints it from the JSON without measuring;
-``tests/test_keras_tf_export_results.py`` checks docs/keras.md against the JSON).
+``tests/docs/test_keras_tf_export_results.py`` checks docs/keras.md against the JSON).
 
 Run (needs TensorFlow, tf2onnx and torch in one environment; the package's test extra has no
 TensorFlow): ``KERAS_BACKEND=tensorflow python scripts/bench_keras_tf_export.py [--repeat 30]``.

@@ -2,7 +2,7 @@
 
 Keras 3's JAX backend runs a masked RNN as a ``lax.scan`` that emits the carried hidden state at a
 masked step: ``initial_state`` before the first processed step, where ``masked_output="carry"``
-gives zeros. ``tests/test_keras_jax_fixture.py`` checks that the spec's recipe on top of "carry"
+gives zeros. ``tests/reference/test_keras_jax_fixture.py`` checks that the spec's recipe on top of "carry"
 reproduces what this script records, without needing JAX. Needs keras and jax (``pip install
 '.[record]'``, best in a separate venv), not this package::
 

@@ -1,4 +1,4 @@
-"""A helper module that a model of tests/test_torch_packed_export.py calls: it binds
+"""A helper module that a model of tests/torch/test_packed_export.py calls: it binds
 ``pad_packed_sequence`` by name, as library code does."""
 
 import torch

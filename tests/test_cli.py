@@ -17,7 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
-from test_conformance import _same_output
+from toolkit import same_output
 
 from onnx_masked_rnn import DOMAIN, cli
 from onnx_masked_rnn._walk import walk_nodes
@@ -273,7 +273,7 @@ def test_a_real_full_disk_leaves_no_partial_output(tmp_path, capsys):
                     fresh, kept = (case_dir / name).read_bytes(), (shipped / name).read_bytes()
                     # outputs are the reference's: reproducible within ulps across numpy versions
                     is_output = Path(name).name.startswith("output_")
-                    assert fresh == kept or (is_output and _same_output(fresh, kept)), name
+                    assert fresh == kept or (is_output and same_output(fresh, kept)), name
         shutil.rmtree(disk / "suite")
         with pytest.raises(OSError, match="No space"):  # fill the disk up
             with open(disk / "filler", "wb") as filler:

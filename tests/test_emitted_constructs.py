@@ -203,7 +203,7 @@ def test_every_path_emits_constants_as_tensors_and_no_reduce_prod(op_type, extra
 
 
 def test_the_shipped_suite_emits_constants_as_tensors():
-    """(tests/test_regenerated_suite.py checks that the generator writes the shipped bytes.)"""
+    """(tests/conformance/test_regenerated_suite.py checks that the generator writes the shipped bytes.)"""
     shipped = sorted(SUITE.glob("node/*/model.onnx"))
     assert len(shipped) > 100, f"the shipped suite is missing from {SUITE}"
     for path in shipped:

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
+from toolkit import TESTS
 
 from onnx_masked_rnn import cli
 from onnx_masked_rnn.conformance import DATA_DIR, runner
@@ -214,9 +215,7 @@ def test_without_backend_the_runner_uses_onnxruntime_and_the_references(
 def _conformance(*argv: str, timeout: float) -> subprocess.CompletedProcess:
     """``onnx-masked-rnn conformance ARGV`` in a child process that finds the test backends;
     ``TimeoutExpired`` when it runs past ``timeout`` seconds."""
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
-    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "onnx_masked_rnn", "conformance", *argv]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 

@@ -18,12 +18,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
+from toolkit import parse_tensor, same_output
 
 from onnx_masked_rnn import cli
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, _float32, parse_node
 from onnx_masked_rnn.conformance import DATA_DIR, runner
-from onnx_masked_rnn.conformance.generate import MANIFEST, generate
-from onnx_masked_rnn.conformance.suite import VARIANTS, load_cases
+from onnx_masked_rnn.conformance.generate import MANIFEST, VARIANTS, generate
 
 NODE_DIR = DATA_DIR / "node"
 BASE_CASES = sorted(
@@ -36,34 +36,9 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-# Expected outputs come from the numpy reference, whose matrix products go through the BLAS numpy
-# was built with; builds differ in summation order. Measured: up to 4 ulps (float32, batch 1,
-# OpenBLAS vs the build that wrote the shipped files). 16 ulps of the output's own type leaves room
-# for longer recurrences and stays far below every case's tolerance (1e-5 relative at float32).
-OUTPUT_ULPS = 16
-
-
-def _tensor(data: bytes) -> onnx.TensorProto:
-    tensor = onnx.TensorProto()
-    tensor.ParseFromString(data)
-    return tensor
-
-
-def _same_output(fresh: bytes, shipped: bytes) -> bool:
-    """Same name, type and shape; NaN at the same places; values within OUTPUT_ULPS ulps."""
-    a, b = _tensor(fresh), _tensor(shipped)
-    if (a.name, a.data_type, list(a.dims)) != (b.name, b.data_type, list(b.dims)):
-        return False
-    x, y = numpy_helper.to_array(a), numpy_helper.to_array(b)
-    if not np.array_equal(np.isnan(x), np.isnan(y)):
-        return False
-    ulp = np.spacing(np.abs(y)).astype(np.float64)
-    return bool(np.all(np.abs(x.astype(np.float64) - y) <= OUTPUT_ULPS * ulp, where=~np.isnan(y)))
-
-
 def test_shipped_data_is_current(tmp_path: Path, capsys) -> None:
     """Regenerating with ``onnx-masked-rnn generate-tests`` gives the shipped suite: models,
-    inputs and data.json byte for byte, outputs within OUTPUT_ULPS ulps (see there)."""
+    inputs and data.json byte for byte, outputs within ``toolkit.OUTPUT_ULPS`` ulps (see there)."""
     assert cli.main(["generate-tests", str(tmp_path)]) == 0
     assert f"wrote {len(BASE_CASES) * len(VARIANTS)} test cases" in capsys.readouterr().out
     fresh, shipped = _tree(tmp_path), _tree(DATA_DIR)
@@ -72,7 +47,7 @@ def test_shipped_data_is_current(tmp_path: Path, capsys) -> None:
         name
         for name in fresh
         if fresh[name] != shipped[name]
-        and not (Path(name).name.startswith("output_") and _same_output(fresh[name], shipped[name]))
+        and not (Path(name).name.startswith("output_") and same_output(fresh[name], shipped[name]))
     ]
     assert not stale, f"{len(stale)} stale files, e.g. {stale[:3]}: run `onnx-masked-rnn generate-tests`"
 
@@ -80,19 +55,19 @@ def test_shipped_data_is_current(tmp_path: Path, capsys) -> None:
 def test_shipped_outputs_are_compared_within_ulps() -> None:
     """The output comparison accepts a last-bits difference and nothing a case could notice."""
     target = NODE_DIR / "test_masked_rnn_batch_1" / "test_data_set_0" / "output_0.pb"
-    tensor = _tensor(target.read_bytes())
+    tensor = parse_tensor(target.read_bytes())
     y = numpy_helper.to_array(tensor)
 
     def changed(values: np.ndarray) -> bytes:
         return numpy_helper.from_array(values.astype(y.dtype), tensor.name).SerializeToString()
 
-    assert _same_output(changed(y + 4 * np.spacing(np.abs(y))), target.read_bytes())
-    assert not _same_output(changed(y + 64 * np.spacing(np.abs(y))), target.read_bytes())
-    assert not _same_output(changed(y * (1 + 1e-5)), target.read_bytes())
-    assert not _same_output(
+    assert same_output(changed(y + 4 * np.spacing(np.abs(y))), target.read_bytes())
+    assert not same_output(changed(y + 64 * np.spacing(np.abs(y))), target.read_bytes())
+    assert not same_output(changed(y * (1 + 1e-5)), target.read_bytes())
+    assert not same_output(
         changed(np.where(np.arange(y.size).reshape(y.shape) == 0, np.nan, y)), target.read_bytes()
     )
-    assert not _same_output(numpy_helper.from_array(y, "renamed").SerializeToString(), target.read_bytes())
+    assert not same_output(numpy_helper.from_array(y, "renamed").SerializeToString(), target.read_bytes())
 
 
 def test_generate_removes_stale_cases(tmp_path: Path) -> None:
@@ -218,7 +193,7 @@ def test_coverage() -> None:
     the issue lists, read from the shipped cases themselves, in all three variants."""
     assert len(BASE_CASES) >= 100
     for case in BASE_CASES:
-        for suffix in (v.suffix for v in VARIANTS.values()):
+        for suffix in VARIANTS:
             assert (NODE_DIR / f"{case}{suffix}" / "model.onnx").is_file(), f"{case}{suffix} missing"
     facts = set().union(*(_facts(case) for case in BASE_CASES))
     missing = sorted(_required() - facts)
@@ -327,7 +302,7 @@ def test_backend_test_machinery_runs_the_suite_on_onnxruntime_backend(
     # What ALLOW_RELEASED_ONNX_OPSET_ONLY=0 does when set before onnxruntime.backend is imported
     # (the runner sets it; here the module may already be imported): accept the custom domain.
     monkeypatch.setattr(onnxruntime.backend.backend.OnnxRuntimeBackend, "allowReleasedOpsetsOnly", False)
-    cases = load_cases(DATA_DIR)
+    cases = runner.load_cases(DATA_DIR)
 
     def load_model_tests(data_dir: str = "", kind: str | None = None) -> list:
         return cases if kind == "node" else []

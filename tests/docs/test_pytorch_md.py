@@ -7,7 +7,7 @@ import re
 import runpy
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pytorch_masked_tagger.py"
 
 

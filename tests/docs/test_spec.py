@@ -23,7 +23,7 @@ from onnx_masked_rnn import register_schemas
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPECS
 from onnx_masked_rnn.conformance.expect import Case, expect, recording
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _loader = importlib.util.spec_from_file_location("update_spec", ROOT / "scripts" / "update_spec.py")
 update_spec = importlib.util.module_from_spec(_loader)
 _loader.loader.exec_module(update_spec)

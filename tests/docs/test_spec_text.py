@@ -27,7 +27,7 @@ from onnx import TensorProto, helper
 from onnx_masked_rnn import reference
 from onnx_masked_rnn.attributes import ACTIVATIONS, _float32, parse_attributes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC_FILES = sorted((ROOT / "spec").glob("*.md"))
 DOCUMENTS = [*SPEC_FILES, ROOT / "proposal.md", ROOT / "upstream" / "lstm-doc-clarification.md"]
 NOTE_MARKER = "> **Note (non-normative)**"

@@ -16,7 +16,7 @@ from onnxscript.values import Opset
 import onnx_masked_rnn
 from onnx_masked_rnn.reference import masked_gru
 
-EXAMPLE = pathlib.Path(__file__).parent.parent / "examples" / "author_with_onnxscript.py"
+EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "author_with_onnxscript.py"
 masked = Opset(onnx_masked_rnn.DOMAIN, onnx_masked_rnn.OPSET_VERSION)
 H = 4
 

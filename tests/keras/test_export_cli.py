@@ -14,8 +14,8 @@ import keras
 import numpy as np
 import onnxruntime as ort
 import pytest
+from keras_architectures import batch, build
 from oracles import assert_close
-from test_keras_export import batch, build
 
 from onnx_masked_rnn.keras import UnsupportedLayerError, convert_layer, export
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning"
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -224,7 +224,7 @@ def test_refuses_convolutional_and_stacked_recurrent_layers(tmp_path: Path) -> N
 
 class _Keras2Model:
     """Stands in for a tf_keras (Keras 2) model where tf_keras is not installed: the class of
-    ``tf_keras.Sequential`` lives in this module (``tests/test_keras_backends.py`` uses the real
+    ``tf_keras.Sequential`` lives in this module (``tests/keras/test_backends.py`` uses the real
     one where TensorFlow is installed)."""
 
     __module__ = "tf_keras.src.engine.sequential"

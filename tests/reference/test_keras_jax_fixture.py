@@ -29,7 +29,7 @@ from onnx_masked_rnn.keras import (
     outputs_to_keras,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "keras_jax_state.npz"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "keras_jax_state.npz"
 ORACLE = "Keras JAX fixture float32"
 
 
