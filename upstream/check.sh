@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Applies the patch series in upstream/patches to onnx's source distribution, builds onnx, installs
+# Checks that upstream/patches is what upstream/series.py writes from the sources (upstream/onnx/,
+# upstream/edits/, upstream/series.toml) and that each series applies on its own base, then applies
+# every series in upstream/patches to onnx's source distribution, builds onnx, installs
 # it into a fresh venv and runs onnx's tests for what the series touches, the new tests on onnx's
 # reference and on onnxruntime, and the cross-checks against this package. Ends with one line
 # "N passed, N failed"; exits non-zero on any failure.
@@ -48,7 +50,10 @@ if [[ ! -f "$SDIST" ]]; then
     "onnx==$VERSION" -d "$CACHE/sdist"
 fi
 
-step "git repository of the sdist + git am upstream/patches"
+step "upstream/patches is up to date and each series applies on its base (series.py check)"
+"$PYTHON" "$HERE/series.py" check --sdist "$SDIST"
+
+step "git repository of the sdist + git am upstream/patches/*/"
 rm -rf "$SRC" && mkdir -p "$SRC"
 tar xzf "$SDIST" -C "$SRC" --strip-components=1
 GIT=(git -C "$SRC" -c user.name="onnx-masked-rnn upstream check" -c user.email="upstream-check@localhost"
@@ -57,7 +62,7 @@ GIT=(git -C "$SRC" -c user.name="onnx-masked-rnn upstream check" -c user.email="
 "${GIT[@]}" add -A
 GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" \
   "${GIT[@]}" commit -q -m "onnx $VERSION (source distribution)"
-"${GIT[@]}" am -q "$HERE"/patches/*.patch
+"${GIT[@]}" am -q "$HERE"/patches/*/*.patch
 "${GIT[@]}" log --oneline | cat
 
 step "build onnx (ccache in $CACHE/ccache)"
@@ -107,7 +112,8 @@ run_pytest() {  # name, then pytest arguments; run outside the source tree so on
 # operators and files the series touches: LSTM/GRU/RNN, Scan, the preview domain, shape inference.
 run_pytest backend_reference "$SRC/tests/python/backend_reference_test.py" \
   -k "masked or lstm or gru or rnn or scan or flexattention"
-run_pytest shape_inference "$SRC/tests/python/shape_inference_test.py"
+run_pytest shape_inference "$SRC/tests/python/shape_inference_test.py" \
+  "$SRC"/tests/python/masked_*_shape_inference_test.py
 run_pytest reference_evaluator "$SRC/tests/python/reference_evaluator_test.py" \
   -k "scan or lstm or gru or rnn or masked or preview"
 # The schema registry, function bodies and checker, which every new schema goes through.

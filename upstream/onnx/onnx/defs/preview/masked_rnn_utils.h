@@ -1,0 +1,252 @@
+// Copyright (c) ONNX Project Contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+// What MaskedLSTM (masked_lstm.cc), MaskedGRU (masked_gru.cc) and MaskedRNN (masked_rnn.cc) share:
+// the schema additions to their ONNX counterpart's schema (the `mask` input, the `masked_output`
+// attribute, shape inference) and the parts of their function bodies, one Scan + Where per direction.
+
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx/defs/function.h"
+#include "onnx/defs/schema.h"
+
+namespace ONNX_NAMESPACE {
+namespace masked_rnn {
+
+// The ai.onnx opset of the function bodies: the opset of LSTM-22, GRU-22 and RNN-22.
+constexpr int kBodyOpset = 22;
+
+// The `mask` input, the `masked_output` attribute, its type constraint and shape inference.
+// `new_state` .. `initials` name the op's state in the masking equations of the documentation.
+std::function<void(OpSchema&)> MaskedRNNDocGenerator(
+    const char* op,
+    const char* new_state,
+    const char* prev_state,
+    const char* state,
+    const char* finals,
+    const char* initials,
+    int mask_index);
+
+// The parameters of one activation function, resolved from the node's attributes.
+struct Activation {
+  std::string name; // canonical spelling, as in LSTM-22's list
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// The node's attributes that shape its function body.
+struct MaskedRNNAttributes {
+  std::string direction = "forward";
+  int64_t layout = 0;
+  std::string masked_output = "zero";
+  bool has_clip = false;
+  float clip = 0.0f;
+  int64_t input_forget = 0;
+  int64_t linear_before_reset = 0;
+  // activations[d] holds direction d's functions (LSTM: f, g, h; GRU: f, g; RNN: f).
+  std::vector<std::vector<Activation>> activations;
+
+  int num_directions() const {
+    return direction == "bidirectional" ? 2 : 1;
+  }
+  bool reverse(int d) const {
+    return direction == "reverse" || d == 1;
+  }
+};
+
+// Reads and validates the attributes; false for a node that has no valid function body.
+bool ReadAttributes(
+    const FunctionBodyBuildContext& ctx,
+    const std::vector<std::string>& default_activations,
+    MaskedRNNAttributes& attrs);
+
+// The ONNX textual syntax's name of a tensor element type the bodies support, "" for the others.
+std::string ElemTypeName(int32_t elem_type);
+
+// `value` as a float literal of the ONNX textual syntax (all digits a float needs).
+std::string FormatFloat(float value);
+
+// Writes the text of a function body in the ONNX textual syntax, node by node.
+class BodyText {
+ public:
+  explicit BodyText(int32_t elem_type) : elem_type_(elem_type), type_name_(ElemTypeName(elem_type)) {}
+
+  BodyText& operator<<(const std::string& line) {
+    text_ += line;
+    text_ += "\n";
+    return *this;
+  }
+
+  // A scalar constant of the element type of X.
+  void Scalar(const std::string& name, float value) {
+    *this << name + "_f = Constant <value_float = " + FormatFloat(value) + "> ()";
+    *this << name + " = Cast <to = " + std::to_string(elem_type_) + "> (" + name + "_f)";
+  }
+
+  // y = act(x), decomposed into ai.onnx ops where the activation is no operator (Affine,
+  // ScaledTanh) or where runtimes lack kernels for some float types.
+  void Apply(const Activation& act, const std::string& x, const std::string& y) {
+    const std::string& n = act.name;
+    if (n == "Relu" || n == "Tanh" || n == "Sigmoid") {
+      *this << y + " = " + n + " (" + x + ")";
+      return;
+    }
+    if (n == "Softsign") {
+      Scalar(y + "_one", 1.0f);
+      *this << y + "_abs = Abs (" + x + ")";
+      *this << y + "_den = Add (" + y + "_one, " + y + "_abs)";
+      *this << y + " = Div (" + x + ", " + y + "_den)";
+      return;
+    }
+    if (n == "Softplus") { // max(x, 0) + log(1 + exp(-|x|)): cannot overflow
+      Scalar(y + "_one", 1.0f);
+      *this << y + "_relu = Relu (" + x + ")";
+      *this << y + "_abs = Abs (" + x + ")";
+      *this << y + "_neg = Neg (" + y + "_abs)";
+      *this << y + "_exp = Exp (" + y + "_neg)";
+      *this << y + "_sum = Add (" + y + "_one, " + y + "_exp)";
+      *this << y + "_log = Log (" + y + "_sum)";
+      *this << y + " = Add (" + y + "_relu, " + y + "_log)";
+      return;
+    }
+    Scalar(y + "_alpha", act.alpha);
+    if (n == "Affine" || n == "HardSigmoid") {
+      Scalar(y + "_beta", act.beta);
+      *this << y + "_ax = Mul (" + y + "_alpha, " + x + ")";
+      *this << (n == "Affine" ? y : y + "_lin") + " = Add (" + y + "_ax, " + y + "_beta)";
+      if (n == "HardSigmoid") {
+        Scalar(y + "_zero", 0.0f);
+        Scalar(y + "_one", 1.0f);
+        *this << y + "_min = Min (" + y + "_one, " + y + "_lin)";
+        *this << y + " = Max (" + y + "_zero, " + y + "_min)";
+      }
+    } else if (n == "ScaledTanh") {
+      Scalar(y + "_beta", act.beta);
+      *this << y + "_bx = Mul (" + y + "_beta, " + x + ")";
+      *this << y + "_tanh = Tanh (" + y + "_bx)";
+      *this << y + " = Mul (" + y + "_alpha, " + y + "_tanh)";
+    } else if (n == "LeakyRelu" || n == "Elu") {
+      Scalar(y + "_zero", 0.0f);
+      *this << y + "_pos = GreaterOrEqual (" + x + ", " + y + "_zero)";
+      if (n == "LeakyRelu") {
+        *this << y + "_neg = Mul (" + y + "_alpha, " + x + ")";
+      } else {
+        Scalar(y + "_one", 1.0f);
+        *this << y + "_exp = Exp (" + x + ")";
+        *this << y + "_em1 = Sub (" + y + "_exp, " + y + "_one)";
+        *this << y + "_neg = Mul (" + y + "_alpha, " + y + "_em1)";
+      }
+      *this << y + " = Where (" + y + "_pos, " + x + ", " + y + "_neg)";
+    } else { // ThresholdedRelu
+      Scalar(y + "_zero", 0.0f);
+      *this << y + "_above = Greater (" + x + ", " + y + "_alpha)";
+      *this << y + " = Where (" + y + "_above, " + x + ", " + y + "_zero)";
+    }
+  }
+
+  // x clipped to [-clip, clip] when the node has `clip`.
+  std::string Clip(const MaskedRNNAttributes& attrs, const std::string& x) {
+    if (!attrs.has_clip)
+      return x;
+    *this << x + "_clipped = Clip (" + x + ", lo, hi)";
+    return x + "_clipped";
+  }
+
+  // The clip bounds as Scan body constants.
+  void BodyConstants(const MaskedRNNAttributes& attrs) {
+    if (attrs.has_clip) {
+      Scalar("hi", attrs.clip);
+      *this << "lo = Neg (hi)";
+    }
+  }
+
+  // A typed Scan body parameter `name` of rank `rank` (the element type of X unless `type` says).
+  std::string Param(const std::string& name, int rank, const std::string& type = "") const {
+    std::string dims;
+    for (int i = 0; i < rank; ++i)
+      dims += i ? ", ?" : "?";
+    return (type.empty() ? type_name_ : type) + "[" + dims + "] " + name;
+  }
+
+  const std::string& str() const {
+    return text_;
+  }
+  int32_t elem_type() const {
+    return elem_type_;
+  }
+
+ private:
+  int32_t elem_type_;
+  std::string type_name_;
+  std::string text_;
+};
+
+// One Scan body parameter that is passed through unchanged (an outer value the step reads).
+struct PassThrough {
+  std::string outer; // the value before the Scan
+  std::string inner; // its name in the body
+  int rank;
+};
+
+// The per-step output and masked state update shared by the three ops' Scan bodies, and the
+// Scan node itself. `states` are the recurrent state, h first: (initial value, name in the Scan body
+// without its _prev/_next suffix, the cell's new value).
+struct ScanParts {
+  std::vector<std::array<std::string, 3>> states;
+  std::vector<PassThrough> pass_through;
+  std::vector<std::pair<std::string, std::string>> scan_inputs; // (outer, inner), rank 2 each
+};
+
+// Appends one direction's Scan and its outputs `Y_<d>` [T, 1, N, H] and `Y_h_<d>` (and `Y_c_<d>` for
+// LSTM) [1, N, H]. `step` holds the cell's nodes, which compute the new state (`h_new`, `c_new`).
+// Per step, with `m_t` the step's effective mask:
+//
+//   state = Where(m_t, new, state)     a masked step leaves the state untouched
+//   y     = Where(m_t, h_new, 0)       "zero"
+//   y     = Where(m_t, h_new, y_prev)  "carry": the previous output, 0 before the first
+//
+// When initial_h is absent the "carry" output is the state itself (it changes at processed steps
+// only and is 0 before the first), so no y_prev is carried. Without mask and sequence_lens nothing
+// is masked and the step has no Where.
+void AddDirectionScan(
+    BodyText& text,
+    const MaskedRNNAttributes& attrs,
+    int d,
+    bool masked,
+    bool has_initial_h,
+    const ScanParts& parts,
+    const BodyText& step);
+
+// The op-level prologue: time-major X and initial states, the effective mask m [T, N, 1] when the
+// node has mask or sequence_lens, zeros for absent initial states. Returns whether m exists.
+bool AddPrologue(
+    BodyText& text,
+    const FunctionBodyBuildContext& ctx,
+    const MaskedRNNAttributes& attrs,
+    int sequence_lens_index,
+    int initial_h_index,
+    int initial_c_index,
+    int mask_index);
+
+// The op-level epilogue: directions concatenated, outputs back in `layout`, named `<output>_rec`.
+void AddEpilogue(BodyText& text, const MaskedRNNAttributes& attrs, bool lstm);
+
+// The function's nodes: `recurrence` (the effective mask and the Scans, outputs `<output>_rec`) when X
+// has a step and a row, else the outputs of no processed step: Y zeros, Y_h/Y_c the initial states
+// (zeros when absent). onnxruntime's Scan fails on a sequence of length 0.
+std::string GuardEmpty(
+    const BodyText& recurrence, const MaskedRNNAttributes& attrs, bool lstm, bool has_initial_h, bool has_initial_c);
+
+// The direction's initial state `initial` (h0_all or c0_all) or zeros.
+std::string InitialState(BodyText& text, bool present, const std::string& all, const std::string& name, int d);
+
+} // namespace masked_rnn
+} // namespace ONNX_NAMESPACE
