@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from onnx_masked_rnn import record
+from onnx_masked_rnn.extras import install_hint
 
 __all__ = ["Case", "add_arguments", "run", "session", "with_initializers", "workload"]
 
@@ -617,9 +618,7 @@ def _plot(results: list[dict], path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(
-            f"matplotlib is not installed (pip install 'onnx-masked-rnn[bench]'): no plot written to {path}"
-        )
+        print(f"matplotlib is not installed ({install_hint('bench')}): no plot written to {path}")
         return
     threads = sorted({r["threads"] for r in results})
     variants = [v for v in VARIANTS if v != FLOOR]

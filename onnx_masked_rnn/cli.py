@@ -141,8 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"{prefix} {where}{exc.strerror or exc}", file=sys.stderr)
-    except ValueError as exc:
-        print(f"{prefix} {exc}", file=sys.stderr)
+    except (ValueError, ImportError) as exc:  # an ImportError: a missing extra (onnx_masked_rnn.extras)
+        print(f"{prefix} {first_line(exc)}", file=sys.stderr)
     except Exception as exc:  # the last resort: still one line, never a traceback
         print(f"{prefix} unexpected {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
     return 1

@@ -10,11 +10,12 @@ missing backend into one line naming ``KERAS_BACKEND``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 from typing import Any
+
+from onnx_masked_rnn.extras import install_hint, installed, missing_dependency
 
 __all__ = ["BACKEND_MODULES", "configured_backend", "default_backend", "import_keras"]
 
@@ -34,13 +35,6 @@ def configured_backend() -> str:
         return "tensorflow"
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def default_backend() -> str | None:
     """Set ``KERAS_BACKEND=torch`` when Keras is not imported yet, nothing chose a backend but
     Keras' own default (``"tensorflow"``: no ``KERAS_BACKEND``, ``keras.json`` absent or saying
@@ -48,24 +42,29 @@ def default_backend() -> str | None:
     (an explicit choice, an installed TensorFlow or an imported Keras is left alone)."""
     if "keras" in sys.modules or os.environ.get("KERAS_BACKEND"):
         return None
-    if configured_backend() != "tensorflow" or _installed("tensorflow") or not _installed("torch"):
+    if configured_backend() != "tensorflow" or installed("tensorflow") or not installed("torch"):
         return None
     os.environ["KERAS_BACKEND"] = "torch"
     return "torch"
 
 
 def import_keras() -> Any:
-    """``import keras``, or an ``ImportError`` of one line naming the backend that is missing and
-    ``KERAS_BACKEND``."""
+    """``import keras``, or an ``ImportError`` of one line: Keras not installed (naming the
+    ``[keras]`` extra), or the backend that is missing and ``KERAS_BACKEND``."""
     try:
         import keras
     except ModuleNotFoundError as exc:
         backend = configured_backend()
-        if exc.name is None or exc.name.split(".")[0] != BACKEND_MODULES.get(backend, backend):
+        missing = (exc.name or "").split(".")[0]
+        if missing == "keras":
+            raise missing_dependency("the Keras export (onnx_masked_rnn.keras)", "Keras 3", "keras") from None
+        if missing == "torch" and backend == "torch":
+            raise missing_dependency("Keras on its torch backend", "torch", "keras") from None
+        if missing != BACKEND_MODULES.get(backend, backend):
             raise
         raise ImportError(
             f"Keras cannot import its backend {backend!r} (No module named {exc.name!r}): set "
-            "KERAS_BACKEND=torch (installed with onnx-masked-rnn[keras]) before Keras is imported, "
+            f"KERAS_BACKEND=torch before Keras is imported (torch: {install_hint('keras')}), "
             f"or install {backend}"
         ) from None
     return keras

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         for warning in caught:
             if issubclass(warning.category, ExportWarning):
                 print(f"{WARNING_PREFIX}{warning.message}", file=sys.stderr)
-    except (ValueError, FileNotFoundError):
+    except (ValueError, FileNotFoundError, ImportError):  # the CLI prints their one line
         raise
     except Exception as exc:  # the exporter's own failure: one clear line, no traceback
         print(

@@ -34,6 +34,7 @@ import onnx
 
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn._files import write_atomic
+from onnx_masked_rnn.extras import installed, missing_dependency
 from onnx_masked_rnn.keras._backend import import_keras
 from onnx_masked_rnn.keras.layers import ExportWarning
 
@@ -140,6 +141,8 @@ def export(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+    if not installed("torch"):  # the export runs on Keras' torch backend, whatever this process's is
+        raise missing_dependency("the Keras export (onnx_masked_rnn.keras.export)", "torch", "keras")
     report = progress or (lambda line: None)
     if "keras" not in sys.modules:
         os.environ.setdefault("KERAS_BACKEND", "torch")
