@@ -21,7 +21,6 @@ from onnx.defs import OpSchema
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import (
-    ACTIVATIONS,
     MASKED_OUTPUT_MODES,
     OP_SPECS,
     Dim,
@@ -29,6 +28,7 @@ from onnx_masked_rnn.attributes import (
     infer_shapes,
     parse_node,
 )
+from onnx_masked_rnn.schema_doc import descriptions, doc
 
 __all__ = [
     "ONNX_BASE_VERSION",
@@ -41,130 +41,16 @@ __all__ = [
 ONNX_BASE_VERSION = 22
 """The ai.onnx version of LSTM/GRU/RNN that the masked operators extend."""
 
-_OPTIONAL_ARGUMENTS_NOTE = "This operator has **optional** inputs/outputs."
-
 
 class MaskedRNNInferenceError(onnx.shape_inference.InferenceError, ValueError):
     """Raised by shape inference for an inconsistent node; the message names the input."""
-
-
-def _activation_parameter_note(parameter: str) -> str:
-    """How ``activation_alpha`` or ``activation_beta`` is consumed, from the ACTIVATIONS table."""
-    takes, default = (0, 2) if parameter == "alpha" else (1, 3)
-    defaults = [f"{name} {info[default]:g}" for name, info in ACTIVATIONS.items() if info[takes]]
-    return (
-        f" Precisely: walking `activations` in order, each function that takes {parameter} consumes the"
-        " next unused value, and a function that does not take it consumes none; a function that finds"
-        f" the list exhausted takes its default ({', '.join(defaults)}: the ONNX operators' defaults,"
-        " and for Affine and ScaledTanh those the specification gives them). Values that no function"
-        " consumes are an error."
-    )
-
-
-def _descriptions(spec: OpSpec) -> dict[str, str]:
-    """Text appended to the ONNX descriptions, by input, output or attribute name (for ``mask``
-    and ``masked_output``, their whole description)."""
-    layout_shapes = "`[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1"
-    finals = "`Y_h` and `Y_c`" if spec.op_type == "MaskedLSTM" else "`Y_h`"
-    amended = {
-        "sequence_lens": (
-            " Combined with `mask`: step `t` of row `b` is processed only when `t < sequence_lens[b]`"
-            " and `mask[t, b]` is true. Values must lie in `[0, seq_length]`."
-        ),
-        "initial_h": " It is also `Y_h` for a row with no processed step.",
-        "initial_c": " It is also `Y_c` for a row with no processed step.",
-        "mask": (
-            "Optional boolean tensor marking the steps to process; a false entry skips that step of"
-            " that row: the state is carried across it unchanged, its value of `X` reaches no output,"
-            " and `Y` at that step is set by `masked_output`. It has the shape of the first two axes of"
-            f" `X`: {layout_shapes}. If not specified - assumed all true."
-        ),
-        "Y": (
-            " At a skipped step `Y` holds what `masked_output` says. Reverse-direction outputs are"
-            " time-aligned: `Y[t]` belongs to input step `t`."
-        ),
-        "Y_h": " For a row with no processed step it is `initial_h` (0 if not specified).",
-        "Y_c": " For a row with no processed step it is `initial_c` (0 if not specified).",
-        "layout": f" `mask` has shape {layout_shapes}.",
-        "activation_alpha": _activation_parameter_note("alpha"),
-        "activation_beta": _activation_parameter_note("beta"),
-        "masked_output": (
-            "What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`"
-            " (default): 0; with `mask` absent the operator then computes exactly what"
-            f" {spec.onnx_op_type}-22 computes. `carry`: the `Y` of the previous processed step of the"
-            " same direction, 0 before the first processed step. Any other value is an error. The"
-            f" state and {finals} do not depend on it."
-        ),
-    }
-    if spec.op_type == "MaskedLSTM":
-        amended["clip"] = (
-            " It bounds the arguments of f and g; the cell state Ct is not clipped, not even as the"
-            " argument of h."
-        )
-    if spec.op_type == "MaskedRNN":
-        amended["activations"] = (
-            ' As RNN-22\'s default `["Tanh", "Tanh"]` does, a forward or reverse node may list two'
-            " functions: the first is used."
-        )
-    return amended
-
-
-_ONNX_THRESHOLDED_RELU = "ThresholdedRelu(x)     - x if x >= alpha else 0"
-_THRESHOLDED_RELU = "ThresholdedRelu(x)     - x if x > alpha else 0"
-
-
-def _doc(spec: OpSpec, base: OpSchema) -> str:
-    onnx_doc = base.doc.strip()
-    # Keep ONNX's notation, activation functions and cell equations; drop its first sentence
-    # (replaced below), move its closing note on optional arguments to the end, and give
-    # ThresholdedRelu the ThresholdedRelu operator's `>` (LSTM-22's list writes `>=`).
-    body, found, rest = onnx_doc[onnx_doc.index("Notations:") :].partition(_OPTIONAL_ARGUMENTS_NOTE)
-    body, note = body.rstrip(), found + rest
-    if _ONNX_THRESHOLDED_RELU not in body:
-        raise AssertionError(
-            f"{spec.onnx_op_type}-{ONNX_BASE_VERSION}'s doc no longer lists ThresholdedRelu as expected"
-        )
-    body = body.replace(_ONNX_THRESHOLDED_RELU, _THRESHOLDED_RELU)
-    lstm = spec.op_type == "MaskedLSTM"
-    state, prev, new = ("(Ht, Ct)", "(Ht-1, Ct-1)", "(H't, C't)") if lstm else ("Ht", "Ht-1", "H't")
-    finals, initials = ("Y_h, Y_c", "initial_h, initial_c") if lstm else ("Y_h", "initial_h")
-    affine, scaled_tanh = ACTIVATIONS["Affine"][2:], ACTIVATIONS["ScaledTanh"][2:]
-    return f"""
-Computes a one-layer {spec.onnx_op_type} over sequences that may have masked steps anywhere.
-It is {spec.onnx_op_type}-{ONNX_BASE_VERSION} (the same inputs in the same positions, attributes,
-defaults, outputs and cell equations) with one more optional input, `mask`, and one more
-attribute, `masked_output`. A masked step leaves the state unchanged, its input reaches no
-output, and `masked_output` says what the output holds there. With `mask` absent and
-`masked_output` at its default, the operator computes exactly what {spec.onnx_op_type}-{ONNX_BASE_VERSION}
-computes, `sequence_lens` included; for a row of length 0, which {spec.onnx_op_type}-{ONNX_BASE_VERSION}
-leaves undefined, {finals} is the initial state.
-
-{body}
-
-Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta
-(defaults alpha {affine[0]:.1f}, beta {affine[1]:.1f}) and ScaledTanh(x) = alpha*Tanh(beta*x) (defaults
-alpha {scaled_tanh[0]:.1f}, beta {scaled_tanh[1]:.1f}). A parameter that activation_alpha or activation_beta
-does not give takes the default of the operator's attribute.
-
-Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
-seq_length-1 .. 0 reverse; "previous" means previously processed):
-
-* mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
-* {new} = the cell equations above applied to Xt and {prev}
-* {state} = mt ? {new} : {prev}
-* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
-  processed step)
-* {finals} = the state after the last step: {initials} (0 if absent) for a row with no
-  processed step, including every row when seq_length is 0.
-
-{note}""".strip()
 
 
 def build_schema(op_type: str) -> OpSchema:
     """The OpSchema of one masked operator (domain ``DOMAIN``, version ``OPSET_VERSION``)."""
     spec = OP_SPECS[op_type]
     base = onnx.defs.get_schema(spec.onnx_op_type, ONNX_BASE_VERSION, "")
-    extra = _descriptions(spec)
+    extra = descriptions(op_type)
     formal = OpSchema.FormalParameter
     optional = OpSchema.FormalParameterOption.Optional
 
@@ -215,7 +101,7 @@ def build_schema(op_type: str) -> OpSchema:
         op_type,
         DOMAIN,
         OPSET_VERSION,
-        _doc(spec, base),
+        doc(op_type, base.doc),
         inputs=inputs,
         outputs=outputs,
         type_constraints=type_constraints,

@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from onnx_masked_rnn.conformance.backends import resolve
+from onnx_masked_rnn.conformance.case import compare
 from onnx_masked_rnn.conformance.outcomes import Outcome
 
 __all__ = ["DEFECTS", "Defect", "Repro", "reproduce"]
@@ -487,8 +489,5 @@ DEFECTS: dict[str, Defect] = {
 def reproduce(defect_id: str, backend: str) -> Outcome:
     """Run the defect's repro on the built-in ``backend`` in this process; the outcome it has
     there (the defect still reproduces when that is the defect's ``status``)."""
-    from onnx_masked_rnn.conformance.backends import resolve
-    from onnx_masked_rnn.conformance.runner import compare
-
     repro = DEFECTS[defect_id].repro()
     return compare(resolve(backend), repro.model, [(repro.inputs, repro.expected)], repro.rtol, repro.atol)

@@ -18,17 +18,12 @@ from onnx import numpy_helper
 
 from onnx_masked_rnn._files import replace_dir, write_atomic
 from onnx_masked_rnn.conformance.expect import Case, recording
+from onnx_masked_rnn.conformance.suite import VARIANTS
+from onnx_masked_rnn.inline import attach_functions, inline
 
-__all__ = ["CASE_MODULES", "MANIFEST", "VARIANTS", "collect_cases", "generate", "variants", "write_case"]
+__all__ = ["CASE_MODULES", "MANIFEST", "collect_cases", "generate", "variants", "write_case"]
 
 CASE_MODULES = ("masked_lstm", "masked_gru", "masked_rnn")
-
-# Suffix of each variant's name -> what it holds.
-VARIANTS = {
-    "": "the masked node with the model-local functions it needs",
-    "_expanded": "the Scan + Where function body inlined: standard ONNX ops only",
-    "_expanded_native": "the expansion onto the native LSTM/GRU/RNN kernels: standard ONNX ops only",
-}
 
 
 def collect_cases() -> list[Case]:
@@ -54,14 +49,13 @@ def collect_cases() -> list[Case]:
 
 
 def variants(case: Case) -> list[tuple[str, onnx.ModelProto]]:
-    """The case's models: ``(test name, model)`` for each of :data:`VARIANTS`."""
-    from onnx_masked_rnn.inline import attach_functions, inline
-
-    return [
-        (case.name, attach_functions(case.model, scan_form="portable")),
-        (case.name + "_expanded", inline(case.model, "scan", scan_form="portable")),
-        (case.name + "_expanded_native", inline(case.model, "native", scan_form="portable")),
-    ]
+    """The case's models: ``(test name, model)`` for each of ``suite.VARIANTS``."""
+    models = {
+        "base": attach_functions(case.model, scan_form="portable"),
+        "expanded": inline(case.model, "scan", scan_form="portable"),
+        "native": inline(case.model, "native", scan_form="portable"),
+    }
+    return [(case.name + variant.suffix, models[name]) for name, variant in VARIANTS.items()]
 
 
 MANIFEST = "generated-cases.txt"

@@ -14,26 +14,35 @@ import json
 import sys
 from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import onnx
+from onnx.backend.test.case.test_case import TestCase
 
 from onnx_masked_rnn.conformance import DATA_DIR
 from onnx_masked_rnn.conformance.defects import DEFECTS
 from onnx_masked_rnn.conformance.outcomes import STATUSES, Outcome
-from onnx_masked_rnn.conformance.runner import (
-    KNOWN_LIMITATIONS,
-    load_cases,
-    load_data_sets,
-    load_known_limitations,
-    run_plan,
-    variant_of,
-)
+from onnx_masked_rnn.conformance.suite import load_cases, load_data_sets, variant_of
+from onnx_masked_rnn.conformance.worker import run_plan
 
-__all__ = ["CHECKED", "PATH", "explain", "load", "markdown", "observed", "plan", "variant_of", "versions"]
+__all__ = [
+    "CHECKED",
+    "PATH",
+    "explain",
+    "known_limitation",
+    "load",
+    "markdown",
+    "observed",
+    "plan",
+    "variant_of",
+    "versions",
+]
 
-PATH = KNOWN_LIMITATIONS
+# For each built-in runtime and variant, every case of the shipped suite that does not pass, its
+# outcome and the defects behind it (:func:`main` measures it, the tests check it).
+PATH = Path(__file__).with_name("known_limitations.json")
 
 # backend -> the variants of the suite checked on it: every variant on every runtime, the masked
 # node on OpenVINO and tract too (unsupported: neither has model-local functions) and tract's
@@ -58,7 +67,20 @@ def versions() -> dict[str, str]:
     return {package: version(package) for package in sorted(set(_PACKAGES.values()))}
 
 
-load = load_known_limitations
+def load() -> dict[str, Any]:
+    """``known_limitations.json``: ``{"versions": ..., "checked": {backend: [variant, ...]},
+    "counts": {backend: {variant: {status: n}}}, "backends": {backend: {case: {"status": ...,
+    "defects": [...]}}}}``."""
+    return json.loads(PATH.read_text())
+
+
+def known_limitation(known: dict[str, Any], backend: str, case: TestCase, outcome: Outcome) -> list[str]:
+    """The defects ``known`` (:func:`load`) lists for this outcome of a case of the shipped suite
+    on a built-in backend; empty when it lists none (a new failure)."""
+    if Path(case.model_dir).resolve().parent != (DATA_DIR / "node").resolve():
+        return []
+    entry = known.get("backends", {}).get(backend, {}).get(case.name)
+    return list(entry["defects"]) if entry and entry["status"] == outcome.status else []
 
 
 def observed(results: dict[str, list[tuple[str, Outcome]]]) -> dict[str, dict[str, str]]:
@@ -71,8 +93,6 @@ def observed(results: dict[str, list[tuple[str, Outcome]]]) -> dict[str, dict[st
 
 def explain(backend: str, case: str, outcome: Outcome, data_dir: Path = DATA_DIR) -> list[str]:
     """The defects (``DEFECTS`` keys) that account for ``outcome`` of ``case`` on ``backend``."""
-    from types import SimpleNamespace
-
     case_dir = Path(data_dir) / "node" / case
     model = onnx.load(str(case_dir / "model.onnx"))
     inputs: list[np.ndarray] = load_data_sets(SimpleNamespace(model_dir=case_dir))[0][0]
@@ -80,7 +100,7 @@ def explain(backend: str, case: str, outcome: Outcome, data_dir: Path = DATA_DIR
 
 
 def plan(data_dir: Path = DATA_DIR) -> dict[str, list[Any]]:
-    """The cases :data:`CHECKED` asks for, per backend (``runner.run_plan`` runs them)."""
+    """The cases :data:`CHECKED` asks for, per backend (``worker.run_plan`` runs them)."""
     cases = load_cases(data_dir)
     return {
         backend: [c for c in cases if variant_of(c.name) in variants] for backend, variants in CHECKED.items()

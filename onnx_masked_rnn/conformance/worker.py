@@ -7,24 +7,27 @@ that fails to import, raises, or hangs while it loads stops the run with one lin
 (:func:`run_cases` raises ``ValueError``) before any case runs.
 
 :func:`run_cases` drives one worker per backend at the same time (the backends are independent; a
-slow one does not hold the others up) and yields each result as it arrives.
+slow one does not hold the others up) and yields each result as it arrives; :func:`run_plan` and
+:func:`run_suite` collect them per backend, in case order.
 """
 
 from __future__ import annotations
 
 import multiprocessing.connection
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from onnx.backend.test.case.test_case import TestCase
 
 from onnx_masked_rnn._worker import Crash, Worker
+from onnx_masked_rnn.conformance.backends import BUILTIN, resolve
+from onnx_masked_rnn.conformance.case import run_case
 from onnx_masked_rnn.conformance.outcomes import Outcome
 
-if TYPE_CHECKING:
-    from onnx.backend.test.case.test_case import TestCase
-
-__all__ = ["backend_worker", "run_cases"]
+__all__ = ["backend_worker", "run_cases", "run_plan", "run_suite"]
 
 _CHECK = "check"  # the first job of each worker: load the backend (answer: None, or why it did not)
 
@@ -35,9 +38,6 @@ def _backend_handler(
     """In the worker process: the first job resolves the backend (importing its module) and checks
     that it runs on the CPU, within that job's time limit; each case then runs on it. The answer to
     the :data:`_CHECK` job is what went wrong loading it, or None."""
-    from onnx_masked_rnn.conformance.backends import resolve
-    from onnx_masked_rnn.conformance.runner import run_case
-
     spec, unsupported = argument
     loaded: list[Any] = []  # the backend, once resolved
 
@@ -74,8 +74,6 @@ def backend_worker(spec: str, timeout: float, unsupported: Sequence[re.Pattern[s
 
 def _module_of(spec: str) -> str:
     """The module ``--backend spec`` imports."""
-    from onnx_masked_rnn.conformance.backends import BUILTIN
-
     if spec in BUILTIN:
         return getattr(BUILTIN[spec], "requires", None) or BUILTIN[spec].__module__
     return spec.partition(":")[0]
@@ -132,3 +130,41 @@ def run_cases(
     finally:
         for worker in workers.values():
             worker.close()
+
+
+def _progress(enabled: bool, text: str) -> None:
+    if enabled:
+        sys.stderr.write("\r\033[K" + text[:120])
+        sys.stderr.flush()
+
+
+def run_plan(
+    plan: dict[str, Sequence[TestCase]],
+    timeout: float = 600.0,
+    progress: bool = False,
+    unsupported: Sequence[re.Pattern[str]] = (),
+) -> dict[str, list[tuple[str, Outcome]]]:
+    """Each backend's cases (``plan``: backend -> cases), each backend in a worker process of its
+    own (:func:`run_cases`: ``ValueError`` when a backend does not load), all backends at once:
+    ``{backend: [(case name, outcome), ...]}``. An error matching one of ``unsupported`` is
+    unsupported. ``progress``: show the case running on stderr."""
+    results: dict[str, list[Any]] = {spec: [None] * len(cases) for spec, cases in plan.items()}
+    total, done = sum(len(cases) for cases in plan.values()), 0
+    for spec, index, outcome in run_cases(plan, timeout, unsupported):
+        name = plan[spec][index].name
+        results[spec][index] = (name, outcome)
+        done += 1
+        _progress(progress, f"{done}/{total} {spec}: {name}")
+    _progress(progress, "")
+    return results
+
+
+def run_suite(
+    specs: Sequence[str],
+    cases: Sequence[TestCase],
+    timeout: float = 600.0,
+    progress: bool = False,
+    unsupported: Sequence[re.Pattern[str]] = (),
+) -> dict[str, list[tuple[str, Outcome]]]:
+    """Every case on every backend: ``{backend: [(case name, outcome), ...]}`` in case order."""
+    return run_plan({spec: cases for spec in specs}, timeout, progress, unsupported)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from onnx_masked_rnn.conformance import limitations
+from onnx_masked_rnn.conformance.case import compare
 from onnx_masked_rnn.conformance.defects import DEFECTS, reproduce
-from onnx_masked_rnn.conformance.runner import compare, run_plan
+from onnx_masked_rnn.conformance.worker import run_plan
 
 KNOWN = limitations.load()
 

@@ -23,7 +23,8 @@ from toolkit import parse_tensor, same_output
 from onnx_masked_rnn import cli
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, _float32, parse_node
 from onnx_masked_rnn.conformance import DATA_DIR, runner
-from onnx_masked_rnn.conformance.generate import MANIFEST, VARIANTS, generate
+from onnx_masked_rnn.conformance.generate import MANIFEST, generate
+from onnx_masked_rnn.conformance.suite import VARIANTS, load_cases
 
 NODE_DIR = DATA_DIR / "node"
 BASE_CASES = sorted(
@@ -193,7 +194,7 @@ def test_coverage() -> None:
     the issue lists, read from the shipped cases themselves, in all three variants."""
     assert len(BASE_CASES) >= 100
     for case in BASE_CASES:
-        for suffix in VARIANTS:
+        for suffix in (v.suffix for v in VARIANTS.values()):
             assert (NODE_DIR / f"{case}{suffix}" / "model.onnx").is_file(), f"{case}{suffix} missing"
     facts = set().union(*(_facts(case) for case in BASE_CASES))
     missing = sorted(_required() - facts)
@@ -302,7 +303,7 @@ def test_backend_test_machinery_runs_the_suite_on_onnxruntime_backend(
     # What ALLOW_RELEASED_ONNX_OPSET_ONLY=0 does when set before onnxruntime.backend is imported
     # (the runner sets it; here the module may already be imported): accept the custom domain.
     monkeypatch.setattr(onnxruntime.backend.backend.OnnxRuntimeBackend, "allowReleasedOpsetsOnly", False)
-    cases = runner.load_cases(DATA_DIR)
+    cases = load_cases(DATA_DIR)
 
     def load_model_tests(data_dir: str = "", kind: str | None = None) -> list:
         return cases if kind == "node" else []
