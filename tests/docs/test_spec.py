@@ -1,7 +1,8 @@
 """The specification in ``spec/`` agrees with the code.
 
-- The generated sections (schema entries, function bodies, activation table) equal what
-  ``scripts/update_spec.py`` renders now from the registered schemas and the builders.
+- The generated sections (schema entries, function bodies, activation table) are checked with
+  every other generated section, against what ``scripts/generate_docs.py`` writes, by
+  ``tests/docs/test_generate_docs.py``.
 - The attribute, input and output lists of each page are exactly ``OP_SPECS``'s.
 - Every example runs with the conformance suite's ``expect``: its own assertions hold, its model
   passes the checker and shape inference, and onnxruntime gives its outputs on the model with the
@@ -24,35 +25,16 @@ from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPEC
 from onnx_masked_rnn.conformance.expect import Case, expect, recording
 
 ROOT = Path(__file__).resolve().parents[2]
-_loader = importlib.util.spec_from_file_location("update_spec", ROOT / "scripts" / "update_spec.py")
-update_spec = importlib.util.module_from_spec(_loader)
-_loader.loader.exec_module(update_spec)
+_loader = importlib.util.spec_from_file_location("generate_docs", ROOT / "scripts" / "generate_docs.py")
+generate_docs = importlib.util.module_from_spec(_loader)
+_loader.loader.exec_module(generate_docs)
 
-SPEC_FILES = update_spec.spec_files()
 OPS = tuple(OP_SPECS)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _registered() -> None:
     register_schemas()
-
-
-@pytest.mark.parametrize("path", SPEC_FILES, ids=[p.name for p in SPEC_FILES])
-def test_generated_sections_are_in_sync(path: Path) -> None:
-    """The generated sections equal what this environment renders. The markers record the
-    generator versions; a version change alone is no difference, but a rendering that changed with
-    the version fails (regenerate), never skips."""
-    text = path.read_text()
-    recorded = update_spec.recorded_versions(text)
-    current = update_spec.generator_versions()
-    assert recorded, f"{path.name} has no generated sections; run python scripts/update_spec.py"
-    rendered = update_spec.updated(text, update_spec.sections(path), path)
-    for version in recorded | {current}:
-        text, rendered = text.replace(version, "<versions>"), rendered.replace(version, "<versions>")
-    assert rendered == text, (
-        f"{path.name} (generated with {sorted(recorded)}) differs from what {current} renders; "
-        "run python scripts/update_spec.py"
-    )
 
 
 def _section(text: str, start: str, end: str) -> str:
@@ -76,7 +58,7 @@ def test_tables_list_every_attribute_input_and_output(op_type: str) -> None:
 
 
 def test_semantics_names_every_mode_and_activation() -> None:
-    text = update_spec.SEMANTICS.read_text()
+    text = generate_docs.SEMANTICS.read_text()
     modes = _section(text, "## 4.", "## 5.")
     documented = re.findall(r'^\| `"(\w+)"`', modes, re.M)
     assert documented == ["zero", "carry"] and set(documented) <= set(MASKED_OUTPUT_MODES)
@@ -166,15 +148,15 @@ def test_printed_function_body_computes_the_reference(op_type: str) -> None:
     text = (ROOT / "spec" / f"{op_type}.md").read_text()
     printed = _section(text, "<!-- BEGIN GENERATED function-body", "<!-- END GENERATED function-body")
     function = onnx.parser.parse_function(printed.split("```\n")[1])
-    attrs = update_spec.body_attributes(op_type)
-    present = update_spec.BODY_CONFIGURATIONS[op_type][1]
+    attrs = generate_docs.body_attributes(op_type)
+    present = generate_docs.BODY_CONFIGURATIONS[op_type][1]
     T, N = 5, 3
     rng = np.random.default_rng(0)
     lens = rng.integers(0, T + 1, size=N) if "sequence_lens" in present else None
     inputs = random_inputs(
         attrs, T, N, 4, 3, rng=rng, present=sorted(present - {"sequence_lens"}), sequence_lens=lens
     )
-    model = make_model(attrs, inputs, opset=update_spec.FUNCTION_OPSET, functions=[function])
+    model = make_model(attrs, inputs, opset=generate_docs.FUNCTION_OPSET, functions=[function])
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = session.run(None, inputs)
     expected = FUNCTIONS[op_type](**inputs, **attrs.to_onnx())
