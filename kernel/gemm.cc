@@ -1,0 +1,123 @@
+#include "gemm.h"
+
+#include <type_traits>
+#include <vector>
+
+#include "status.h"
+
+namespace omr {
+
+namespace {
+
+template <class C>
+constexpr ONNXTensorElementDataType kElementType =
+    std::is_same_v<C, float> ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+                             : ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE;
+
+// Gemm-13 with transB = 1, for `inputs` inputs (2: no bias, 3: bias as C); nullptr if the
+// runtime has no such kernel.
+template <class C>
+OrtOp* CreateGemm(const OrtKernelInfo* info, int inputs) {
+  OrtOpAttr* trans_b = nullptr;
+  const int64_t one = 1;
+  Check(ORT_CALL(CreateOpAttr, "transB", &one, 1, ORT_OP_ATTR_INT, &trans_b));
+  const char* type_names[] = {"T"};
+  ONNXTensorElementDataType type_values[] = {kElementType<C>};
+  const OrtOpAttr* attrs[] = {trans_b};
+  OrtOp* op = nullptr;
+  OrtStatus* status = ORT_CALL(CreateOp, info, "Gemm", "", 13, type_names, type_values, 1, attrs, 1,
+                               inputs, 1, &op);
+  ORT_CALL(ReleaseOpAttr, trans_b);
+  if (status != nullptr) {
+    ORT_CALL(ReleaseStatus, status);
+    return nullptr;
+  }
+  return op;
+}
+
+}  // namespace
+
+template <class C>
+Gemm<C>::Gemm(const OrtKernelInfo* info) {
+  with_bias_ = CreateGemm<C>(info, 3);
+  without_bias_ = with_bias_ != nullptr ? CreateGemm<C>(info, 2) : nullptr;
+  if (without_bias_ == nullptr && with_bias_ != nullptr) {
+    ORT_CALL(ReleaseOp, with_bias_);
+    with_bias_ = nullptr;
+  }
+  if (with_bias_ != nullptr) {
+    Check(ORT_CALL(CreateCpuMemoryInfo, OrtArenaAllocator, OrtMemTypeDefault, &memory_));
+  }
+}
+
+template <class C>
+Gemm<C>::~Gemm() {
+  if (with_bias_ != nullptr) ORT_CALL(ReleaseOp, with_bias_);
+  if (without_bias_ != nullptr) ORT_CALL(ReleaseOp, without_bias_);
+  if (memory_ != nullptr) ORT_CALL(ReleaseMemoryInfo, memory_);
+}
+
+template <class C>
+void Gemm<C>::RunTransposed(const C* a, int64_t m, int64_t k, const C* bt, int64_t n, const C* bias,
+                            C* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    C* row = out + i * n;
+    for (int64_t j = 0; j < n; ++j) row[j] = 0;
+    const C* ai = a + i * k;
+    for (int64_t p = 0; p < k; ++p) {
+      const C v = ai[p];
+      const C* bp = bt + p * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += v * bp[j];
+    }
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    }
+  }
+}
+
+template <class C>
+void Gemm<C>::Run(const OrtKernelContext* context, const C* a, int64_t m, int64_t k, const C* b,
+                  int64_t n, const C* bias, C* out) const {
+  if (m == 0 || n == 0) return;
+  if (k == 0 || with_bias_ == nullptr) {
+    std::vector<C> bt(static_cast<size_t>(k * n));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) bt[p * n + j] = b[j * k + p];
+    }
+    RunTransposed(a, m, k, bt.data(), n, bias, out);
+    return;
+  }
+  const ONNXTensorElementDataType type = kElementType<C>;
+  const int64_t a_shape[] = {m, k};
+  const int64_t b_shape[] = {n, k};
+  const int64_t c_shape[] = {n};
+  const int64_t out_shape[] = {m, n};
+  OrtValue* values[4] = {nullptr, nullptr, nullptr, nullptr};
+  auto wrap = [&](int slot, const C* data, const int64_t* shape, size_t rank, int64_t count) {
+    Check(ORT_CALL(CreateTensorWithDataAsOrtValue, memory_, const_cast<C*>(data),
+                   static_cast<size_t>(count) * sizeof(C), shape, rank, type, &values[slot]));
+  };
+  struct Release {
+    OrtValue** values;
+    ~Release() {
+      for (int i = 0; i < 4; ++i) {
+        if (values[i] != nullptr) ORT_CALL(ReleaseValue, values[i]);
+      }
+    }
+  } release{values};
+  wrap(0, a, a_shape, 2, m * k);
+  wrap(1, b, b_shape, 2, n * k);
+  wrap(3, out, out_shape, 2, m * n);
+  int inputs = 2;
+  if (bias != nullptr) {
+    wrap(2, bias, c_shape, 1, n);
+    inputs = 3;
+  }
+  Check(ORT_CALL(InvokeOp, context, bias != nullptr ? with_bias_ : without_bias_, values, inputs,
+                 &values[3], 1));
+}
+
+template class Gemm<float>;
+template class Gemm<double>;
+
+}  // namespace omr

@@ -1,0 +1,608 @@
+#include "masked_rnn.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "status.h"
+
+namespace omr {
+
+namespace {
+
+// ---- float16 and bfloat16, which are computed in float32 (spec/semantics.md section 10) ----
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1F;
+  const uint32_t mantissa = h & 0x3FF;
+  uint32_t bits;
+  if (exponent == 0) {
+    float v = static_cast<float>(mantissa) * (1.0f / 16777216.0f);  // mantissa * 2^-24, exact
+    std::memcpy(&bits, &v, 4);
+    bits |= sign;
+  } else if (exponent == 31) {
+    bits = sign | 0x7F800000 | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+uint16_t FloatToHalf(float f) {  // round to nearest even
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  uint32_t a = x & 0x7FFFFFFF;
+  if (a >= 0x7F800000) {  // infinity or NaN (kept quiet)
+    return sign | 0x7C00 | (a > 0x7F800000 ? 0x200 | ((a >> 13) & 0x3FF) : 0);
+  }
+  if (a >= 0x477FF000) return sign | 0x7C00;  // >= 65520 rounds to infinity
+  if (a < 0x38800000) {                       // below 2^-14: a subnormal half or zero
+    float v;
+    std::memcpy(&v, &a, 4);
+    return sign | static_cast<uint16_t>(std::nearbyint(v * 16777216.0f));
+  }
+  a += 0xFFF + ((a >> 13) & 1);
+  a -= 112u << 23;
+  return sign | static_cast<uint16_t>(a >> 13);
+}
+
+float BFloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+uint16_t FloatToBFloat16(float f) {  // round to nearest even
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7FFF + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+// ---- inputs and outputs ----
+
+struct Input {
+  const OrtValue* value = nullptr;  // nullptr: absent
+  ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+Input ReadInput(const OrtKernelContext* context, size_t count, size_t index) {
+  Input in;
+  if (index >= count) return in;
+  Check(ORT_CALL(KernelContext_GetInput, context, index, &in.value));
+  if (in.value == nullptr) return in;
+  OrtTensorTypeAndShapeInfo* info = nullptr;
+  Check(ORT_CALL(GetTensorTypeAndShape, in.value, &info));
+  size_t rank = 0;
+  OrtStatus* status = ORT_CALL(GetTensorElementType, info, &in.type);
+  if (status == nullptr) status = ORT_CALL(GetDimensionsCount, info, &rank);
+  if (status == nullptr) {
+    in.shape.resize(rank);
+    status = ORT_CALL(GetDimensions, info, in.shape.data(), rank);
+  }
+  ORT_CALL(ReleaseTensorTypeAndShapeInfo, info);
+  Check(status);
+  void* data = nullptr;
+  Check(ORT_CALL(GetTensorMutableData, const_cast<OrtValue*>(in.value), &data));
+  in.data = data;
+  return in;
+}
+
+template <class C>
+std::vector<C> ToCompute(const Input& in, ONNXTensorElementDataType type) {
+  std::vector<C> out(static_cast<size_t>(in.size()));
+  const auto* raw = static_cast<const uint16_t*>(in.data);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? HalfToFloat(raw[i])
+                                                           : BFloat16ToFloat(raw[i]);
+  }
+  return out;
+}
+
+// ---- the cells ----
+
+template <class C>
+inline C Clip(C x, C bound) {
+  return x < -bound ? -bound : (x > bound ? bound : x);  // NaN passes through
+}
+
+template <class C>
+void Apply(const Activation& act, C* v, int64_t n) {
+  const C alpha = static_cast<C>(act.alpha);
+  const C beta = static_cast<C>(act.beta);
+  switch (act.kind) {
+    case ActivationKind::kRelu:
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] < 0 ? C(0) : v[j];
+      break;
+    case ActivationKind::kTanh:
+      for (int64_t j = 0; j < n; ++j) v[j] = std::tanh(v[j]);
+      break;
+    case ActivationKind::kSigmoid:
+      for (int64_t j = 0; j < n; ++j) v[j] = C(1) / (C(1) + std::exp(-v[j]));
+      break;
+    case ActivationKind::kAffine:
+      for (int64_t j = 0; j < n; ++j) v[j] = alpha * v[j] + beta;
+      break;
+    case ActivationKind::kLeakyRelu:
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] >= 0 ? v[j] : alpha * v[j];
+      break;
+    case ActivationKind::kThresholdedRelu:
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] > alpha ? v[j] : C(0);
+      break;
+    case ActivationKind::kScaledTanh:
+      for (int64_t j = 0; j < n; ++j) v[j] = alpha * std::tanh(beta * v[j]);
+      break;
+    case ActivationKind::kHardSigmoid:
+      for (int64_t j = 0; j < n; ++j) {
+        C y = alpha * v[j] + beta;
+        v[j] = y < 0 ? C(0) : (y > 1 ? C(1) : y);
+      }
+      break;
+    case ActivationKind::kElu:
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] >= 0 ? v[j] : alpha * (std::exp(v[j]) - C(1));
+      break;
+    case ActivationKind::kSoftsign:
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] / (C(1) + std::fabs(v[j]));
+      break;
+    case ActivationKind::kSoftplus:
+      for (int64_t j = 0; j < n; ++j) {
+        C x = v[j];
+        v[j] = (x < 0 ? C(0) : x) + std::log(C(1) + std::exp(-std::fabs(x)));
+      }
+      break;
+  }
+}
+
+// One call's tensors in the compute type C, every optional one nullptr when absent.
+template <class C>
+struct Problem {
+  int64_t T, N, I, H, D;
+  const C* X;
+  const C* W;
+  const C* R;
+  const C* B;
+  const C* initial_h;
+  const C* initial_c;
+  const C* P;
+  const uint8_t* mask;
+  const int32_t* sequence_lens;
+  C* Y;
+  C* Y_h;
+  C* Y_c;
+};
+
+// Runs every direction of the masked recurrence (spec/semantics.md section 3).
+template <class C>
+void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext* context,
+           const Problem<C>& p) {
+  const int64_t T = p.T, N = p.N, I = p.I, H = p.H, D = p.D;
+  const int64_t G = NumGates(attrs.op), GH = G * H;
+  const bool layout1 = attrs.layout == 1;
+  const bool lstm = attrs.op == OpKind::kLstm, gru = attrs.op == OpKind::kGru;
+  const bool lbr = gru && attrs.linear_before_reset;
+  const C clip = static_cast<C>(attrs.clip);
+  auto clipped = [&](C x) { return attrs.has_clip ? Clip(x, clip) : x; };
+
+  // The effective mask m[t, b] = mask[t, b] and t < sequence_lens[b], time-major.
+  std::vector<uint8_t> m(static_cast<size_t>(T * N), 1);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < N; ++b) {
+      bool on = p.mask == nullptr || p.mask[layout1 ? b * T + t : t * N + b] != 0;
+      if (p.sequence_lens != nullptr && t >= p.sequence_lens[b]) on = false;
+      m[t * N + b] = on;
+    }
+  }
+
+  // Input projections of every step and direction at once: X · Wᵀ + bias, [rows of X, D*G*H].
+  std::vector<C> bias(static_cast<size_t>(D * GH), C(0));
+  if (p.B != nullptr) {
+    for (int64_t d = 0; d < D; ++d) {
+      const C* wb = p.B + d * 2 * GH;
+      const C* rb = wb + GH;
+      for (int64_t j = 0; j < GH; ++j) {
+        bias[d * GH + j] = lbr && j >= 2 * H ? wb[j] : wb[j] + rb[j];
+      }
+    }
+  }
+  std::vector<C> xw(static_cast<size_t>(T * N * D * GH));
+  gemm.Run(context, p.X, T * N, I, p.W, D * GH, bias.data(), xw.data());
+
+  std::vector<C> h(static_cast<size_t>(N * H)), c(lstm ? static_cast<size_t>(N * H) : 0);
+  std::vector<C> gathered(static_cast<size_t>(N * H)), rec(static_cast<size_t>(N * GH));
+  std::vector<C> zr(gru ? static_cast<size_t>(2 * N * H) : 0), rh(gru ? N * H : 0);
+  std::vector<C> rec_h(gru ? static_cast<size_t>(N * H) : 0);
+  std::vector<C> gates(static_cast<size_t>(5 * H)), zeros(static_cast<size_t>(3 * H), C(0));
+  std::vector<int64_t> active;
+  active.reserve(static_cast<size_t>(N));
+  std::vector<uint8_t> seen(static_cast<size_t>(N));
+
+  for (int64_t d = 0; d < D; ++d) {
+    const bool reverse = attrs.reverse || d == 1;
+    const std::vector<Activation>& acts = attrs.activations[d];
+    const C* R = p.R + d * GH * H;
+    const C* peep = p.P != nullptr ? p.P + d * 3 * H : zeros.data();
+    const C* Rb_h = p.B != nullptr ? p.B + d * 2 * GH + GH + 2 * H : zeros.data();
+    auto state_at = [&](int64_t b) { return (layout1 ? b * D + d : d * N + b) * H; };
+    for (int64_t b = 0; b < N; ++b) {
+      for (int64_t j = 0; j < H; ++j) {
+        h[b * H + j] = p.initial_h != nullptr ? p.initial_h[state_at(b) + j] : C(0);
+        if (lstm) c[b * H + j] = p.initial_c != nullptr ? p.initial_c[state_at(b) + j] : C(0);
+      }
+      seen[b] = 0;
+    }
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = reverse ? T - 1 - s : s;
+      active.clear();
+      for (int64_t b = 0; b < N; ++b) {
+        if (m[t * N + b]) active.push_back(b);
+      }
+      const int64_t na = static_cast<int64_t>(active.size());
+      auto xw_at = [&](int64_t b) {
+        return xw.data() + (layout1 ? b * T + t : t * N + b) * D * GH + d * GH;
+      };
+      if (na > 0) {
+        // Only the rows processed at this step enter the recurrent product.
+        const C* hp = h.data();
+        if (na < N) {
+          for (int64_t i = 0; i < na; ++i) {
+            std::memcpy(&gathered[i * H], &h[active[i] * H], sizeof(C) * H);
+          }
+          hp = gathered.data();
+        }
+        const int64_t first = gru && !lbr ? 2 * H : GH;  // GRU without lbr: z and r first
+        gemm.Run(context, hp, na, H, R, first, nullptr, rec.data());
+        if (lstm) {
+          C* gi = gates.data();
+          C* go = gi + H;
+          C* gf = go + H;
+          C* gc = gf + H;
+          C* ht = gc + H;
+          for (int64_t i = 0; i < na; ++i) {
+            const int64_t b = active[i];
+            const C* x = xw_at(b);
+            const C* r = rec.data() + i * GH;
+            C* cb = &c[b * H];
+            for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
+            Apply(acts[0], gi, H);
+            if (attrs.input_forget) {
+              for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+            } else {
+              for (int64_t j = 0; j < H; ++j) {
+                gf[j] = clipped(x[2 * H + j] + r[2 * H + j] + peep[2 * H + j] * cb[j]);
+              }
+              Apply(acts[0], gf, H);
+            }
+            for (int64_t j = 0; j < H; ++j) gc[j] = clipped(x[3 * H + j] + r[3 * H + j]);
+            Apply(acts[1], gc, H);
+            for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+            for (int64_t j = 0; j < H; ++j)
+              go[j] = clipped(x[H + j] + r[H + j] + peep[H + j] * cb[j]);
+            Apply(acts[0], go, H);
+            std::memcpy(ht, cb, sizeof(C) * H);
+            Apply(acts[2], ht, H);
+            C* hb = &h[b * H];
+            for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
+          }
+        } else if (gru) {
+          const int64_t stride = first;
+          for (int64_t i = 0; i < na; ++i) {
+            const C* x = xw_at(active[i]);
+            const C* r = rec.data() + i * stride;
+            C* z = &zr[i * 2 * H];
+            for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
+            Apply(acts[0], z, 2 * H);
+          }
+          if (!lbr) {
+            for (int64_t i = 0; i < na; ++i) {
+              const C* rg = &zr[i * 2 * H + H];
+              const C* hb = &h[active[i] * H];
+              for (int64_t j = 0; j < H; ++j) rh[i * H + j] = rg[j] * hb[j];
+            }
+            gemm.Run(context, rh.data(), na, H, R + 2 * H * H, H, nullptr, rec_h.data());
+          }
+          C* cand = gates.data();
+          for (int64_t i = 0; i < na; ++i) {
+            const int64_t b = active[i];
+            const C* x = xw_at(b) + 2 * H;
+            const C* z = &zr[i * 2 * H];
+            const C* rg = z + H;
+            if (lbr) {
+              const C* r = rec.data() + i * GH + 2 * H;
+              for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
+            } else {
+              const C* r = &rec_h[i * H];
+              for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + r[j]);
+            }
+            Apply(acts[1], cand, H);
+            C* hb = &h[b * H];
+            for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * cand[j] + z[j] * hb[j];
+          }
+        } else {
+          for (int64_t i = 0; i < na; ++i) {
+            const int64_t b = active[i];
+            const C* x = xw_at(b);
+            const C* r = rec.data() + i * H;
+            C* hb = &h[b * H];
+            for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
+            Apply(acts[0], hb, H);
+          }
+        }
+      }
+      for (int64_t b = 0; b < N; ++b) {
+        const bool on = m[t * N + b] != 0;
+        if (on) seen[b] = 1;
+        if (p.Y == nullptr) continue;
+        C* y = p.Y + (layout1 ? (b * T + t) * D + d : (t * D + d) * N + b) * H;
+        if (on || (attrs.carry && seen[b])) {
+          std::memcpy(y, &h[b * H], sizeof(C) * H);
+        } else {
+          for (int64_t j = 0; j < H; ++j) y[j] = C(0);
+        }
+      }
+    }
+    for (int64_t b = 0; b < N; ++b) {
+      if (p.Y_h != nullptr) std::memcpy(p.Y_h + state_at(b), &h[b * H], sizeof(C) * H);
+      if (p.Y_c != nullptr) std::memcpy(p.Y_c + state_at(b), &c[b * H], sizeof(C) * H);
+    }
+  }
+}
+
+const char* TypeName(ONNXTensorElementDataType type) {
+  switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+      return "float";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+      return "double";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+      return "float16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16:
+      return "bfloat16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+      return "int32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+      return "bool";
+    default:
+      return "another type";
+  }
+}
+
+}  // namespace
+
+MaskedRnnKernel::MaskedRnnKernel(OpKind op, ONNXTensorElementDataType type,
+                                 const OrtKernelInfo* info)
+    : attrs_(ReadAttributes(op, info)), type_(type) {
+  if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE) {
+    gemm_double_ = std::make_unique<Gemm<double>>(info);
+  } else {
+    gemm_float_ = std::make_unique<Gemm<float>>(info);
+  }
+}
+
+void MaskedRnnKernel::Compute(OrtKernelContext* context) const {
+  const Attributes& a = attrs_;
+  const std::string op = OpName(a.op);
+  auto fail = [&](const std::string& what) {
+    throw KernelError(ORT_INVALID_ARGUMENT, op + ": " + what);
+  };
+  const bool lstm = a.op == OpKind::kLstm;
+  // Input positions: X W R B sequence_lens initial_h [initial_c P] mask.
+  const char* names[] = {"X",         "W",         "R", "B",   "sequence_lens",
+                         "initial_h", "initial_c", "P", "mask"};
+  const size_t mask_index = lstm ? 8 : 6;
+  size_t count = 0;
+  Check(ORT_CALL(KernelContext_GetInputCount, context, &count));
+  std::vector<Input> in(9);
+  for (size_t i = 0; i <= mask_index; ++i) {
+    size_t slot = !lstm && i == 6 ? 8 : i;  // GRU/RNN: mask at 6
+    in[slot] = ReadInput(context, count, i);
+  }
+  const Input &X = in[0], &W = in[1], &R = in[2], &B = in[3], &seq = in[4];
+  const Input &init_h = in[5], &init_c = in[6], &P = in[7], &mask = in[8];
+  for (const char* name : {"X", "W", "R"}) {
+    size_t i = name[0] == 'X' ? 0 : name[0] == 'W' ? 1 : 2;
+    if (in[i].value == nullptr) fail(std::string("input '") + name + "' is required");
+  }
+  for (size_t i : {0, 1, 2, 3, 5, 6, 7}) {
+    if (in[i].value != nullptr && in[i].type != type_) {
+      fail(std::string("input '") + names[i] + "' must have the type of X (" + TypeName(type_) +
+           "), got " + TypeName(in[i].type));
+    }
+  }
+  if (seq.value != nullptr && seq.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+    fail(std::string("input 'sequence_lens' must be an int32 tensor, got ") + TypeName(seq.type));
+  }
+  if (mask.value != nullptr && mask.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL) {
+    fail(std::string("input 'mask' must be a bool tensor, got ") + TypeName(mask.type));
+  }
+
+  // Shapes, as onnx_masked_rnn.attributes.infer_shapes checks them.
+  auto rank = [&](const Input& t, const char* name, size_t r) {
+    if (t.value != nullptr && t.shape.size() != r) {
+      fail(std::string("input '") + name + "' must have rank " + std::to_string(r) +
+           ", got shape " + ShapeText(t.shape));
+    }
+  };
+  auto expect = [&](const char* name, int axis, int64_t actual, int64_t wanted,
+                    const std::string& what) {
+    if (actual != wanted) {
+      fail(std::string("input '") + name + "' has size " + std::to_string(actual) + " on axis " +
+           std::to_string(axis) + ", expected " + std::to_string(wanted) + " (" + what + ")");
+    }
+  };
+  rank(X, "X", 3);
+  rank(W, "W", 3);
+  rank(R, "R", 3);
+  const int64_t D = a.num_directions, G = NumGates(a.op);
+  const int64_t T = a.layout ? X.shape[1] : X.shape[0];
+  const int64_t N = a.layout ? X.shape[0] : X.shape[1];
+  const int64_t I = X.shape[2];
+  const std::string dir_what = std::string("num_directions of direction='") +
+                               (D == 2      ? "bidirectional"
+                                : a.reverse ? "reverse"
+                                            : "forward") +
+                               "'";
+  expect("R", 0, R.shape[0], D, dir_what);
+  const int64_t H = a.hidden_size > 0 ? a.hidden_size : R.shape[2];
+  const std::string gates_what = std::to_string(G) + " gates x hidden_size";
+  expect("R", 2, R.shape[2], H, "hidden_size");
+  expect("R", 1, R.shape[1], G * H, gates_what);
+  expect("W", 0, W.shape[0], D, dir_what);
+  expect("W", 2, W.shape[2], I, "input_size, the last axis of X");
+  expect("W", 1, W.shape[1], G * H, gates_what);
+  rank(B, "B", 2);
+  if (B.value != nullptr) {
+    expect("B", 0, B.shape[0], D, "num_directions");
+    expect("B", 1, B.shape[1], 2 * G * H, "2 x " + gates_what);
+  }
+  rank(seq, "sequence_lens", 1);
+  if (seq.value != nullptr) expect("sequence_lens", 0, seq.shape[0], N, "batch_size");
+  const std::vector<int64_t> state_shape =
+      a.layout ? std::vector<int64_t>{N, D, H} : std::vector<int64_t>{D, N, H};
+  const char* state_what[3] = {"num_directions", "batch_size", "hidden_size"};
+  if (a.layout) std::swap(state_what[0], state_what[1]);
+  for (size_t i : {5, 6}) {
+    if (i == 6 && !lstm) continue;
+    rank(in[i], names[i], 3);
+    if (in[i].value == nullptr) continue;
+    for (int axis = 0; axis < 3; ++axis) {
+      expect(names[i], axis, in[i].shape[axis], state_shape[axis], state_what[axis]);
+    }
+  }
+  if (lstm) {
+    rank(P, "P", 2);
+    if (P.value != nullptr) {
+      expect("P", 0, P.shape[0], D, "num_directions");
+      expect("P", 1, P.shape[1], 3 * H, "3 x hidden_size");
+    }
+  }
+  rank(mask, "mask", 2);
+  if (mask.value != nullptr) {
+    const std::vector<int64_t> want =
+        a.layout ? std::vector<int64_t>{N, T} : std::vector<int64_t>{T, N};
+    if (mask.shape != want) {
+      fail(std::string("input 'mask' must have the shape of the first two axes of X ") +
+           (a.layout ? "[batch_size, seq_length]" : "[seq_length, batch_size]") + " = " +
+           ShapeText(want) + ", got " + ShapeText(mask.shape));
+    }
+  }
+  const auto* seq_lens = static_cast<const int32_t*>(seq.data);
+  if (seq.value != nullptr) {
+    for (int64_t b = 0; b < N; ++b) {
+      if (seq_lens[b] < 0 || seq_lens[b] > T) {
+        std::string values = "[";
+        for (int64_t k = 0; k < N; ++k) values += (k ? ", " : "") + std::to_string(seq_lens[k]);
+        fail("input 'sequence_lens' must lie in [0, seq_length=" + std::to_string(T) + "], got " +
+             values + "]");
+      }
+    }
+  }
+
+  // Outputs (each may be absent).
+  size_t outputs = 0;
+  Check(ORT_CALL(KernelContext_GetOutputCount, context, &outputs));
+  const std::vector<int64_t> y_shape =
+      a.layout ? std::vector<int64_t>{N, T, D, H} : std::vector<int64_t>{T, D, N, H};
+  void* out_data[3] = {nullptr, nullptr, nullptr};
+  for (size_t i = 0; i < (lstm ? 3u : 2u) && i < outputs; ++i) {
+    const std::vector<int64_t>& shape = i == 0 ? y_shape : state_shape;
+    OrtValue* value = nullptr;
+    Check(ORT_CALL(KernelContext_GetOutput, context, i, shape.data(), shape.size(), &value));
+    if (value != nullptr) Check(ORT_CALL(GetTensorMutableData, value, &out_data[i]));
+  }
+  const int64_t out_sizes[3] = {T * D * N * H, D * N * H, D * N * H};
+
+  if (type_ == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ||
+      type_ == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE) {
+    auto run = [&](auto zero, const auto& gemm) {
+      using C = decltype(zero);
+      Problem<C> p{T,
+                   N,
+                   I,
+                   H,
+                   D,
+                   static_cast<const C*>(X.data),
+                   static_cast<const C*>(W.data),
+                   static_cast<const C*>(R.data),
+                   static_cast<const C*>(B.data),
+                   static_cast<const C*>(init_h.data),
+                   static_cast<const C*>(init_c.data),
+                   static_cast<const C*>(P.data),
+                   static_cast<const uint8_t*>(mask.data),
+                   seq_lens,
+                   static_cast<C*>(out_data[0]),
+                   static_cast<C*>(out_data[1]),
+                   static_cast<C*>(out_data[2])};
+      Recur<C>(a, gemm, context, p);
+    };
+    if (type_ == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+      run(0.0f, *gemm_float_);
+    } else {
+      run(0.0, *gemm_double_);
+    }
+    return;
+  }
+
+  // float16 and bfloat16: in float32, rounded to the type at the end.
+  auto convert = [&](const Input& t) {
+    return t.value != nullptr ? ToCompute<float>(t, type_) : std::vector<float>();
+  };
+  auto ptr = [](const std::vector<float>& v, const Input& t) {
+    return t.value != nullptr ? v.data() : nullptr;
+  };
+  std::vector<float> x = convert(X), w = convert(W), r = convert(R), bb = convert(B);
+  std::vector<float> ih = convert(init_h), ic = convert(init_c), pp = convert(P);
+  std::vector<float> results[3];
+  for (int i = 0; i < 3; ++i) {
+    if (out_data[i] != nullptr) results[i].resize(static_cast<size_t>(out_sizes[i]));
+  }
+  auto out_ptr = [&](int i) { return out_data[i] != nullptr ? results[i].data() : nullptr; };
+  Problem<float> p{T,
+                   N,
+                   I,
+                   H,
+                   D,
+                   x.data(),
+                   w.data(),
+                   r.data(),
+                   ptr(bb, B),
+                   ptr(ih, init_h),
+                   ptr(ic, init_c),
+                   ptr(pp, P),
+                   static_cast<const uint8_t*>(mask.data),
+                   seq_lens,
+                   out_ptr(0),
+                   out_ptr(1),
+                   out_ptr(2)};
+  Recur<float>(a, *gemm_float_, context, p);
+  for (int i = 0; i < 3; ++i) {
+    if (out_data[i] == nullptr) continue;
+    auto* dst = static_cast<uint16_t*>(out_data[i]);
+    for (size_t k = 0; k < results[i].size(); ++k) {
+      dst[k] = type_ == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? FloatToHalf(results[i][k])
+                                                              : FloatToBFloat16(results[i][k]);
+    }
+  }
+}
+
+}  // namespace omr
