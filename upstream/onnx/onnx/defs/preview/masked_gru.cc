@@ -19,7 +19,9 @@ namespace {
 using namespace masked_rnn;
 
 bool BuildMaskedGRUFunctionBody(
-    const FunctionBodyBuildContext& ctx, const OpSchema& schema, FunctionProto& functionProto) {
+    const FunctionBodyBuildContext& ctx,
+    const OpSchema& schema,
+    FunctionProto& functionProto) {
   const TypeProto* x_type = ctx.getInputType(0);
   if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
     return false;

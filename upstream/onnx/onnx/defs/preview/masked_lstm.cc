@@ -19,7 +19,9 @@ namespace {
 using namespace masked_rnn;
 
 bool BuildMaskedLSTMFunctionBody(
-    const FunctionBodyBuildContext& ctx, const OpSchema& schema, FunctionProto& functionProto) {
+    const FunctionBodyBuildContext& ctx,
+    const OpSchema& schema,
+    FunctionProto& functionProto) {
   const TypeProto* x_type = ctx.getInputType(0);
   if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
     return false;
@@ -128,8 +130,15 @@ ONNX_PREVIEW_OPERATOR_SET_SCHEMA(
     MaskedLSTM,
     1,
     GetOpSchema<ONNX_OPERATOR_SET_SCHEMA_CLASS_NAME(Onnx, 22, LSTM)>()
-        .FillUsing(masked_rnn::MaskedRNNDocGenerator(
-            "LSTM", "(H't, C't)", "(Ht-1, Ct-1)", "(Ht, Ct)", "Y_h, Y_c", "initial_h, initial_c", 8))
+        .FillUsing(
+            masked_rnn::MaskedRNNDocGenerator(
+                "LSTM",
+                "(H't, C't)",
+                "(Ht-1, Ct-1)",
+                "(Ht, Ct)",
+                "Y_h, Y_c",
+                "initial_h, initial_c",
+                8))
         .SetContextDependentFunctionBodyBuilder(BuildMaskedLSTMFunctionBody, 1));
 
 } // namespace ONNX_NAMESPACE

@@ -301,9 +301,9 @@ void AddDirectionScan(
   body += tail;
 
   text << scan_outputs + " = Scan <num_scan_inputs = " + std::to_string(parts.scan_inputs.size() + (masked ? 1 : 0)) +
-              ", scan_input_directions = [" + directions + "], scan_output_directions = [" + std::to_string(r) +
-              "], body = step" + s + " (" + body_inputs + ") => (" + body_outputs + ") {\n" +
-              "y_axis = Constant <value_ints = [0]> ()\n" + body + "}> (" + scan_inputs + ")";
+          ", scan_input_directions = [" + directions + "], scan_output_directions = [" + std::to_string(r) +
+          "], body = step" + s + " (" + body_inputs + ") => (" + body_outputs + ") {\n" +
+          "y_axis = Constant <value_ints = [0]> ()\n" + body + "}> (" + scan_inputs + ")";
   for (size_t i = 0; i < parts.states.size(); ++i) {
     const std::string out = i == 0 ? "Y_h" : "Y_c";
     text << out + s + " = Unsqueeze (" + parts.states[i][1] + "_last" + s + ", axis_0)";
@@ -393,7 +393,11 @@ void AddEpilogue(BodyText& text, const MaskedRNNAttributes& attrs, bool lstm) {
 }
 
 std::string GuardEmpty(
-    const BodyText& recurrence, const MaskedRNNAttributes& attrs, bool lstm, bool has_initial_h, bool has_initial_c) {
+    const BodyText& recurrence,
+    const MaskedRNNAttributes& attrs,
+    bool lstm,
+    bool has_initial_h,
+    bool has_initial_c) {
   BodyText none(recurrence.elem_type());
   const int time_axis = attrs.layout == 1 ? 1 : 0, batch_axis = 1 - time_axis;
   auto axis = [](const std::string& name, int a) {
@@ -404,11 +408,11 @@ std::string GuardEmpty(
   none << "D_none = Constant <value_ints = [" + std::to_string(attrs.num_directions()) + "]> ()";
   none << "H_none = Shape <start = 2, end = 3> (R)";
   none << std::string("Y_shape = Concat <axis = 0> (") +
-              (attrs.layout == 1 ? "N_none, T_none, D_none, H_none)" : "T_none, D_none, N_none, H_none)");
+          (attrs.layout == 1 ? "N_none, T_none, D_none, H_none)" : "T_none, D_none, N_none, H_none)");
   none << "Y_zeros = ConstantOfShape (Y_shape)";
   none << "Y_none = CastLike (Y_zeros, X)";
   none << std::string("state_shape = Concat <axis = 0> (") +
-              (attrs.layout == 1 ? "N_none, D_none, H_none)" : "D_none, N_none, H_none)");
+          (attrs.layout == 1 ? "N_none, D_none, H_none)" : "D_none, N_none, H_none)");
   none << "state_zeros_f = ConstantOfShape (state_shape)";
   none << "state_zeros = CastLike (state_zeros_f, X)";
   none << std::string("Y_h_none = Identity (") + (has_initial_h ? "initial_h)" : "state_zeros)");
@@ -424,10 +428,9 @@ std::string GuardEmpty(
          "steps = ReduceProd <keepdims = 0> (XTN_all)\n"
          "no_steps = Constant <value_int = 0> ()\n"
          "empty = Equal (steps, no_steps)\n" +
-         outputs + " = If (empty) <then_branch = nothing_processed () => (" + none_outputs + ") {\n" + none.str() +
-         "}, else_branch = recurrence () => (" + rec_outputs + ") {\n" + recurrence.str() + "}>\n";
+      outputs + " = If (empty) <then_branch = nothing_processed () => (" + none_outputs + ") {\n" + none.str() +
+      "}, else_branch = recurrence () => (" + rec_outputs + ") {\n" + recurrence.str() + "}>\n";
 }
-
 
 std::string InitialState(BodyText& text, bool present, const std::string& all, const std::string& name, int d) {
   if (!present)
@@ -436,7 +439,6 @@ std::string InitialState(BodyText& text, bool present, const std::string& all, c
   text << name + s + " = Gather <axis = 0> (" + all + ", dir" + s + ")";
   return name + s;
 }
-
 
 std::function<void(OpSchema&)> MaskedRNNDocGenerator(
     const char* op,

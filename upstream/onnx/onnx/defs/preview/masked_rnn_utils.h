@@ -243,7 +243,11 @@ void AddEpilogue(BodyText& text, const MaskedRNNAttributes& attrs, bool lstm);
 // has a step and a row, else the outputs of no processed step: Y zeros, Y_h/Y_c the initial states
 // (zeros when absent). onnxruntime's Scan fails on a sequence of length 0.
 std::string GuardEmpty(
-    const BodyText& recurrence, const MaskedRNNAttributes& attrs, bool lstm, bool has_initial_h, bool has_initial_c);
+    const BodyText& recurrence,
+    const MaskedRNNAttributes& attrs,
+    bool lstm,
+    bool has_initial_h,
+    bool has_initial_c);
 
 // The direction's initial state `initial` (h0_all or c0_all) or zeros.
 std::string InitialState(BodyText& text, bool present, const std::string& all, const std::string& name, int d);
