@@ -1,16 +1,82 @@
-"""The tests' shared toolkit: where the checkout and the test tree are, and how a regenerated
-conformance output is compared with the shipped one."""
+"""The tests' shared toolkit: running a model in onnxruntime, the paths that make a model holding
+masked nodes runnable, the tolerances of a result against its oracle (each named with its reason),
+where the checkout and the test tree are, and how a regenerated conformance output is compared with
+the shipped one."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import numpy_helper
+
+from onnx_masked_rnn import attach_functions, inline
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
+
+# name -> what makes a model with masked nodes runnable in onnxruntime: the function bodies attached
+# as model-local functions, and ``inline`` in each of its forms (the Scan body in the "capture" and
+# the "portable" form, and the native expansion).
+PATHS: dict[str, Callable[[onnx.ModelProto], onnx.ModelProto]] = {
+    "attach_functions": lambda model: attach_functions(model),
+    "inline scan capture": lambda model: inline(model, "scan", scan_form="capture"),
+    "inline scan portable": lambda model: inline(model, "scan", scan_form="portable"),
+    "inline native": lambda model: inline(model, "native"),
+}
+
+# Tolerances (keyword arguments of ``assert_allclose``/``oracles.assert_close``).
+# A float32 model in onnxruntime against the numpy reference: onnxruntime's matrix products sum in
+# another order than numpy's BLAS, and the recurrence carries the difference from step to step.
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+# The same in float64, where only the summation order differs and nothing accumulates visibly.
+FLOAT64_TOLERANCE = {"rtol": 1e-9, "atol": 1e-12}
+# float16 outputs: one rounding to float16 is already 2**-11 relative.
+FLOAT16_TOLERANCE = {"rtol": 1e-2, "atol": 1e-2}
+BY_DTYPE = {np.float32: TOLERANCE, np.float64: FLOAT64_TOLERANCE, np.float16: FLOAT16_TOLERANCE}
+# The native expansion (test_native.py): onnxruntime's LSTM/GRU/RNN kernels on short sequences stay
+# within 1e-5 of the reference, and test_native.py holds them to it (a tighter check than the bodies').
+NATIVE_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
+# A framework's own run (PyTorch eager, Keras ``predict``) against the same model exported to
+# onnxruntime or against the reference, by dtype name (rtol = atol): one model, one precision.
+FRAMEWORK_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+
+
+def session(
+    model: onnx.ModelProto | bytes | str | os.PathLike, *, optimize: bool = True
+) -> ort.InferenceSession:
+    """An onnxruntime CPU session of ``model`` (a ModelProto, its bytes or a file's path), its warnings silenced;
+    ``optimize=False`` turns every graph optimization off (``ORT_DISABLE_ALL``: a Scan body must then
+    state the shapes of its outputs itself).
+
+    One thread: the tests' models are tiny, and a thread pool per session cost more than it gained
+    (20 x 2 sessions of a bidirectional MaskedLSTM, 3 runs each: 0.9 to 2.7 s on one thread, 2.6 to
+    3.8 s with the default pool, on the shared 2-core machine)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if isinstance(model, onnx.ModelProto):
+        model = model.SerializeToString()
+    data = model if isinstance(model, bytes) else os.fspath(model)
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def run(
+    model: onnx.ModelProto | bytes | str | os.PathLike,
+    feeds: Mapping[str, np.ndarray],
+    *,
+    optimize: bool = True,
+) -> list[np.ndarray]:
+    """``model``'s outputs in onnxruntime on ``feeds`` (those the model does not take are left out)."""
+    runner = session(model, optimize=optimize)
+    names = {i.name for i in runner.get_inputs()}
+    return runner.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
 # Expected outputs come from the numpy reference, whose matrix products go through the BLAS numpy

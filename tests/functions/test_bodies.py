@@ -3,8 +3,9 @@
 
 - a masked node fed by a ``Loop`` output (rank unknown to the graph), in the main graph and in an
   ``If`` branch;
-- two nodes of one op differing only in which optional inputs they supply, and two activations of
-  one name differing only in ``beta`` (each needs its own body);
+- for every op, two nodes differing only in which optional inputs they supply or in one
+  activation's ``alpha`` or ``beta``, and a bidirectional node whose directions differ only in
+  ``beta`` (each configuration needs its own body and overload);
 - ``batch_size`` 0 and ``seq_length`` 0; a batch with every step masked;
 - float16 with ``layout=1``, ``initial_h`` and ``"carry"`` (onnxruntime's optimizer crashed the
   process on the earlier body: run in a child process);
@@ -17,49 +18,38 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from oracles import REFERENCE, assert_close
+from toolkit import PATHS, TOLERANCE, run
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
-from onnx_masked_rnn._walk import walk_nodes
+from onnx_masked_rnn._walk import subgraphs, walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
+from onnx_masked_rnn.conformance import DATA_DIR
+from onnx_masked_rnn.conformance.outcomes import ORT_NO_FLOAT64_KERNEL
+from onnx_masked_rnn.functions import Configuration, build_scan_function
 from onnx_masked_rnn.testing import make_model, make_node, random_inputs, value_info
 
 OPSET = 21
 FLOAT = TensorProto.FLOAT
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
-PATHS = {
-    "attach_functions": lambda m: attach_functions(m),
-    "inline scan capture": lambda m: inline(m, "scan", scan_form="capture"),
-    "inline scan portable": lambda m: inline(m, "scan", scan_form="portable"),
-    "inline native": lambda m: inline(m, "native"),
-}
 
 
-def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], optimize: bool = True) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    if not optimize:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
-    return session.run(None, {k: v for k, v in feeds.items() if k in names})
-
-
-def check_every_path(model: onnx.ModelProto, feeds, expected, label: str, **tolerance) -> None:
+def check_every_path(
+    model: onnx.ModelProto, feeds, expected, label: str, full_check: bool = False, **tolerance
+) -> None:
     for path, prepare in PATHS.items():
         prepared = prepare(model)
-        onnx.checker.check_model(prepared)
+        onnx.checker.check_model(prepared, full_check=full_check)
         for optimize in (True, False):
-            actual = run(prepared, feeds, optimize)
+            actual = run(prepared, feeds, optimize=optimize)
             assert_close(
                 f"{label}, {path}, optimize={optimize}", actual, expected, **(tolerance or TOLERANCE)
             )
@@ -141,43 +131,108 @@ def test_x_from_a_loop_output(op_type):
 
 
 # --- Configurations that need their own bodies --------------------------------------------------
+# attach_functions must give each configuration its own body (overload) and inline must expand each
+# with its own parameters: two nodes of one op differing in a single detail (which optional inputs
+# are present, an activation's alpha or beta), and one bidirectional node whose directions differ
+# only in beta.
+
+# op -> activations taking alpha and beta (HardSigmoid, Affine, ScaledTanh) in every slot
+ACTIVATIONS = [
+    ("MaskedLSTM", ["HardSigmoid", "ScaledTanh", "Affine"]),
+    ("MaskedGRU", ["HardSigmoid", "ScaledTanh"]),
+    ("MaskedRNN", ["ScaledTanh"]),
+    ("MaskedRNN", ["Affine"]),
+]
 
 
-def test_nodes_differing_only_in_present_inputs():
-    """Two MaskedGRUs with the same attributes, one supplying B and initial_h, one neither."""
-    attrs = parse_attributes("MaskedGRU", hidden_size=4, masked_output="carry", linear_before_reset=1)
-    feeds = random_inputs(attrs, 5, 3, 2, 4, rng=np.random.default_rng(2), present=("B", "initial_h", "mask"))
-    full = make_node(attrs, ["X", "W", "R", "B", "initial_h", "mask"], name="full")
-    full.output[:] = ["Y_full", "Y_h_full"]
-    bare = make_node(attrs, ["X", "W", "R", "mask"], name="bare")
-    bare.output[:] = ["Y_bare", "Y_h_bare"]
-    expected = [
-        *REFERENCE["MaskedGRU"](**feeds, **attrs.to_onnx()),
-        *REFERENCE["MaskedGRU"](feeds["X"], feeds["W"], feeds["R"], mask=feeds["mask"], **attrs.to_onnx()),
-    ]
-    model = graph_model([full, bare], feeds, {"Y_full": 4, "Y_h_full": 3, "Y_bare": 4, "Y_h_bare": 3})
-    assert len(attach_functions(model).functions) == 2
-    check_every_path(model, feeds, expected, "present inputs")
-
-
-def test_activations_differing_only_in_beta():
-    """Two MaskedRNNs whose only difference is Affine's beta."""
-    feeds = random_inputs(
-        parse_attributes("MaskedRNN"), 5, 3, 2, 4, rng=np.random.default_rng(3), present=("B", "mask")
-    )
-    nodes, expected = [], []
-    for k, beta in enumerate((0.25, 0.625)):
-        attrs = parse_attributes(
-            "MaskedRNN", hidden_size=4, activations=["Affine"], activation_alpha=[0.5], activation_beta=[beta]
-        )
-        node = make_node(attrs, ["X", "W", "R", "B", "mask"], name=f"rnn{k}")
-        node.output[:] = [f"Y{k}", f"Y_h{k}"]
+def configurations_model(configurations, feeds) -> tuple[onnx.ModelProto, list[np.ndarray]]:
+    """One node per ``(attributes, present inputs)``, outputs ``Y_<k>`` and ``Y_h_<k>`` with static
+    shapes; returns the model and the reference's outputs in the same order."""
+    nodes, outputs, expected = [], [], []
+    for k, (attributes, present) in enumerate(configurations):
+        attrs = parse_attributes(**attributes)
+        node = make_node(attrs, ["X", "W", "R", *present], name=f"node_{k}")
+        node.output[:] = [f"Y_{k}", f"Y_h_{k}"] + [""] * (len(node.output) - 2)
         nodes.append(node)
-        expected += REFERENCE["MaskedRNN"](**feeds, **attrs.to_onnx())
-    assert not np.allclose(expected[0], expected[2])
-    check_every_path(
-        graph_model(nodes, feeds, {"Y0": 4, "Y_h0": 3, "Y1": 4, "Y_h1": 3}), feeds, expected, "beta"
-    )
+        Y, Y_h, *_ = REFERENCE[attrs.op_type](
+            **{n: feeds[n] for n in ["X", "W", "R", *present]}, **attrs.to_onnx()
+        )
+        expected += [Y, Y_h]
+        outputs += [value_info(f"Y_{k}", Y), value_info(f"Y_h_{k}", Y_h)]
+    graph = helper.make_graph(nodes, "g", [value_info(n, v) for n, v in feeds.items()], outputs)
+    imports = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, OPSET_VERSION)]
+    return helper.make_model(graph, opset_imports=imports, ir_version=10), expected
+
+
+def check_configurations(configurations, feeds, label: str) -> None:
+    """Every path against the reference; each configuration its own function and overload."""
+    model, expected = configurations_model(configurations, feeds)
+    attached = attach_functions(model)
+    assert len({n.overload for n in attached.graph.node if n.domain == DOMAIN}) == len(configurations)
+    assert len(attached.functions) == len(configurations)
+    check_every_path(model, feeds, expected, label, full_check=True)
+
+
+def configuration_feeds(op_type: str, direction: str = "forward", seed: int = 0) -> dict[str, np.ndarray]:
+    attrs = parse_attributes(op_type, direction=direction)
+    present = ("B", "initial_h", "initial_c", "mask")
+    return random_inputs(attrs, 5, 3, 2, 4, rng=np.random.default_rng(seed), present=present)
+
+
+@pytest.mark.parametrize(
+    ("op_type", "extra", "full", "bare"),
+    [
+        (
+            op_type,
+            {},
+            ["B", "initial_h", "mask"] + (["initial_c"] if op_type == "MaskedLSTM" else []),
+            ["B", "mask"],
+        )
+        for op_type in sorted(OP_SPECS)
+    ]
+    + [("MaskedGRU", {"linear_before_reset": 1}, ["B", "initial_h", "mask"], ["mask"])],
+    ids=["MaskedGRU-state", "MaskedLSTM-state", "MaskedRNN-state", "MaskedGRU-bias-and-state"],
+)
+def test_nodes_differing_only_in_present_inputs(op_type, extra, full, bare):
+    """The same attributes; the second node lacks the initial state (zeros instead), or also B."""
+    feeds = configuration_feeds(op_type, seed=1)
+    attributes = {"op_type": op_type, "hidden_size": 4, "masked_output": "carry", **extra}
+    check_configurations([(attributes, full), (attributes, bare)], feeds, f"present inputs {bare}")
+
+
+@pytest.mark.parametrize("parameter", ["activation_beta", "activation_alpha"])
+@pytest.mark.parametrize(("op_type", "names"), ACTIVATIONS, ids=[f"{o}-{n[-1]}" for o, n in ACTIVATIONS])
+def test_nodes_differing_only_in_one_activation_parameter(op_type, names, parameter):
+    feeds = configuration_feeds(op_type, seed=2)
+    base = {
+        "op_type": op_type,
+        "hidden_size": 4,
+        "activations": names,
+        "activation_alpha": [0.3] * len(names),
+        "activation_beta": [0.4] * len(names),
+    }
+    other = dict(base, **{parameter: [0.7] * len(names)})
+    present = ["B", "mask"]
+    _, expected = configurations_model([(base, present), (other, present)], feeds)
+    assert not np.allclose(expected[0], expected[2]), "the parameter changes nothing"
+    check_configurations([(base, present), (other, present)], feeds, parameter)
+
+
+@pytest.mark.parametrize("op_type", sorted(OP_SPECS))
+def test_directions_differing_only_in_beta(op_type):
+    feeds = configuration_feeds(op_type, direction="bidirectional", seed=3)
+    names = next(n for o, n in ACTIVATIONS if o == op_type)
+    k = len(names)
+    attributes = {
+        "op_type": op_type,
+        "hidden_size": 4,
+        "direction": "bidirectional",
+        "activations": names * 2,
+        "activation_alpha": [0.3] * 2 * k,
+        "activation_beta": [0.4] * k + [0.9] * k,
+    }
+    model, expected = configurations_model([(attributes, ["B", "mask"])], feeds)
+    check_every_path(model, feeds, expected, "directions differing in beta", full_check=True)
 
 
 # --- Edge sizes ---------------------------------------------------------------------------------
@@ -416,13 +471,6 @@ def test_shipped_suite_without_graph_optimizations():
     """Every shipped conformance model runs in onnxruntime with its graph optimizations disabled
     (``ORT_DISABLE_ALL``: a Scan body must state its outputs' shapes itself) and matches its
     outputs; only onnxruntime's missing float64 LSTM/GRU/RNN kernels are let through."""
-    import json
-
-    from onnx import numpy_helper
-
-    from onnx_masked_rnn.conformance import DATA_DIR
-    from onnx_masked_rnn.conformance.outcomes import ORT_NO_FLOAT64_KERNEL
-
     cases = sorted((DATA_DIR / "node").iterdir())
     assert len(cases) > 300
     no_kernel = 0
@@ -453,11 +501,7 @@ def test_no_scan_body_value_shadows_an_enclosing_name():
     """Found by the fuzz (seed 0, case 708): a bidirectional MaskedLSTM with peepholes and clip got a
     Scan body value named like a value its enclosing graph defines after the Scan, and onnxruntime's
     function inliner rejected the model (not in SSA form). Names are unique across nested scopes."""
-    from onnx_masked_rnn._walk import subgraphs
-    from onnx_masked_rnn.attributes import parse_attributes as parse
-    from onnx_masked_rnn.functions import Configuration, build_scan_function
-
-    attrs = parse(
+    attrs = parse_attributes(
         "MaskedLSTM",
         direction="bidirectional",
         hidden_size=2,
