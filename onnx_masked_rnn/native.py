@@ -21,12 +21,12 @@ The native ops only skip a suffix of each row (``sequence_lens``). Any mask is t
 The native op never sees a sequence of length 0 or an empty batch: the compacted input keeps at
 least one step, and when ``X`` has no step or no row (``batch_size`` or ``seq_length`` 0) an ``If``
 hands it one step of zeros instead, whose results are discarded. Only the inputs are inside that
-``If``: onnxruntime runs the expansion about 0.5% slower with all of it inside (measured). A node
-whose native kernel would not compute the specification gets the Scan body instead: one with
-``Softplus``, which onnxruntime's kernels overflow above about 88.7, and an LSTM or GRU with an
-unbounded gate function (not Sigmoid, HardSigmoid, Tanh, ScaledTanh or Softsign), whose state
-can grow past what onnxruntime's kernels compute as the specification says. ``CumSum`` is
-int32 (tract miscomputes it in int64).
+``If``: onnxruntime runs the expansion slower with all of it inside (side by side:
+``scripts/ab_graphs.py``). A node whose native kernel would not compute the specification gets
+the Scan body instead: one with ``Softplus``, which onnxruntime's kernels overflow above about
+88.7, and an LSTM or GRU with an unbounded gate function (not Sigmoid, HardSigmoid, Tanh,
+ScaledTanh or Softsign), whose state can grow past what onnxruntime's kernels compute as the
+specification says. ``CumSum`` is int32 (tract miscomputes it in int64).
 
 Batch-major models (``layout=1``; onnxruntime's CPU kernels refuse it) are gathered straight from
 and into the batch-major tensors: the transposes of ``X`` and ``Y`` ride on the two gathers.
