@@ -82,3 +82,17 @@ class MaskedGRU(Base):
         )
         inputs = make_inputs(node, dtype=np.float64)
         expect_masked(node, inputs, name="test_masked_gru_activations_double")
+
+    @staticmethod
+    def export_bidirectional() -> None:
+        """Direction "bidirectional", "zero": both directions skip the same steps; the reverse
+        direction of a row starts at its last processed step.
+        """
+        node = helper.make_node(
+            "MaskedGRU",
+            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
+            outputs=["Y", "Y_h"],
+            domain=AI_ONNX_PREVIEW_DOMAIN,
+            direction="bidirectional",
+        )
+        expect_masked(node, make_inputs(node), name="test_masked_gru_bidirectional")

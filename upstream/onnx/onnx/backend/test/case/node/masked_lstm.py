@@ -3,6 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
+import numpy as np
+
 from onnx import helper
 from onnx.backend.test.case.base import Base
 from onnx.backend.test.case.node.masked_rnn_common import expect_masked, make_inputs
@@ -188,3 +190,52 @@ class MaskedLSTM(Base):
         expect_masked(node, inputs, name="test_masked_lstm_seq_length_0")
         inputs = make_inputs(node, batch_size=0)
         expect_masked(node, inputs, name="test_masked_lstm_batch_size_0")
+
+    @staticmethod
+    def export_nan_at_masked_steps() -> None:
+        """NaN in X at every masked step: a masked step's input reaches no output, so every
+        output is finite.
+        """
+        node = helper.make_node(
+            "MaskedLSTM",
+            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
+            outputs=["Y", "Y_h", "Y_c"],
+            domain=AI_ONNX_PREVIEW_DOMAIN,
+            direction="bidirectional",
+            masked_output="carry",
+        )
+        inputs = make_inputs(node)
+        inputs["X"][~inputs["mask"]] = np.nan
+        expect_masked(node, inputs, name="test_masked_lstm_nan_at_masked_steps")
+
+    @staticmethod
+    def export_float16() -> None:
+        """float16 inputs and outputs. The inputs are multiples of 0.5 and the activations Relu,
+        so that every intermediate value is exact in float16 and any implementation, whether
+        it computes in float16 or in a wider type, gives these outputs exactly.
+        """
+        node = helper.make_node(
+            "MaskedLSTM",
+            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
+            outputs=["Y", "Y_h", "Y_c"],
+            domain=AI_ONNX_PREVIEW_DOMAIN,
+            activations=["Relu", "Relu", "Relu"],
+            masked_output="carry",
+        )
+        inputs = make_inputs(node, seq_length=2, hidden_size=2)
+        for name, value in inputs.items():
+            if value.dtype == np.float32:
+                inputs[name] = (np.round(value * 2) / 2).astype(np.float16)
+        expect_masked(node, inputs, name="test_masked_lstm_float16")
+
+    @staticmethod
+    def export_seq_length_0_sequence_lens() -> None:
+        """seq_length 0 with sequence_lens, all 0: Y is empty, Y_h and Y_c the initial states."""
+        node = helper.make_node(
+            "MaskedLSTM",
+            inputs=["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c"],
+            outputs=["Y", "Y_h", "Y_c"],
+            domain=AI_ONNX_PREVIEW_DOMAIN,
+        )
+        inputs = make_inputs(node, sequence_lens=[0, 0, 0], seq_length=0)
+        expect_masked(node, inputs, name="test_masked_lstm_seq_length_0_sequence_lens")

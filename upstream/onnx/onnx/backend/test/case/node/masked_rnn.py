@@ -51,3 +51,18 @@ class MaskedRNN(Base):
         )
         inputs = make_inputs(node, sequence_lens=[4, 1, 3])
         expect_masked(node, inputs, name="test_masked_rnn_batchwise_reverse")
+
+    @staticmethod
+    def export_sequence_lens() -> None:
+        """sequence_lens without mask, the RNN-22 node's meaning: Y is 0 from a row's length on;
+        a row of length 0 keeps its initial state as Y_h.
+        """
+        node = helper.make_node(
+            "MaskedRNN",
+            inputs=["X", "W", "R", "B", "sequence_lens", "initial_h"],
+            outputs=["Y", "Y_h"],
+            domain=AI_ONNX_PREVIEW_DOMAIN,
+            direction="reverse",
+        )
+        inputs = make_inputs(node, sequence_lens=[2, 0, 4])
+        expect_masked(node, inputs, name="test_masked_rnn_sequence_lens")

@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the node tests of MaskedLSTM, MaskedGRU and MaskedRNN share: inputs, masks, and the
 expected outputs, computed by :func:`masked_recurrence`, a small numpy implementation of the
-operators' text written for these tests (independent of ``onnx.reference``)."""
+operators' text written for these tests (independent of ``onnx.reference``).
+"""
 
 from __future__ import annotations
 
@@ -28,17 +29,17 @@ DEFAULT_ACTIVATIONS = {
 
 # name -> (function of x, alpha, beta; default alpha or None if it takes none; default beta or None)
 ACTIVATIONS = {
-    "relu": (lambda x, a, b: np.maximum(x, 0), None, None),
-    "tanh": (lambda x, a, b: np.tanh(x), None, None),
-    "sigmoid": (lambda x, a, b: 1 / (1 + np.exp(-x)), None, None),
+    "relu": (lambda x, *_: np.maximum(x, 0), None, None),
+    "tanh": (lambda x, *_: np.tanh(x), None, None),
+    "sigmoid": (lambda x, *_: 1 / (1 + np.exp(-x)), None, None),
     "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
-    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: np.where(x > a, x, 0), 1.0, None),
+    "leakyrelu": (lambda x, a, *_: np.where(x >= 0, x, a * x), 0.01, None),
+    "thresholdedrelu": (lambda x, a, *_: np.where(x > a, x, 0), 1.0, None),
     "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
     "hardsigmoid": (lambda x, a, b: np.clip(a * x + b, 0, 1), 0.2, 0.5),
-    "elu": (lambda x, a, b: np.where(x >= 0, x, a * (np.exp(x) - 1)), 1.0, None),
-    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
-    "softplus": (lambda x, a, b: np.logaddexp(0, x), None, None),
+    "elu": (lambda x, a, *_: np.where(x >= 0, x, a * (np.exp(x) - 1)), 1.0, None),
+    "softsign": (lambda x, *_: x / (1 + np.abs(x)), None, None),
+    "softplus": (lambda x, *_: np.logaddexp(0, x), None, None),
 }
 
 
@@ -56,8 +57,13 @@ def _activations(attrs: dict, op_type: str, num_directions: int) -> list[list]:
             beta = betas.pop(0)
         functions.append(lambda x, f=f, a=alpha, b=beta: f(x, a, b))
     per_direction = len(DEFAULT_ACTIVATIONS[op_type])
-    functions = functions[: per_direction * num_directions]  # a forward RNN may list two
-    return [functions[d * per_direction : (d + 1) * per_direction] for d in range(num_directions)]
+    functions = functions[
+        : per_direction * num_directions
+    ]  # a forward RNN may list two
+    return [
+        functions[d * per_direction : (d + 1) * per_direction]
+        for d in range(num_directions)
+    ]
 
 
 def _cell(op_type, attrs, acts, x, state, W, R, B, P):
@@ -91,11 +97,14 @@ def _cell(op_type, attrs, acts, x, state, W, R, B, P):
     return o * act_h(c_new), c_new
 
 
-def masked_recurrence(node: onnx.NodeProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+def masked_recurrence(
+    node: onnx.NodeProto, inputs: dict[str, np.ndarray]
+) -> list[np.ndarray]:
     """The outputs of ``node`` on ``inputs``: per direction, in processing order, the cell's new
     state is kept where the effective mask ``m[t, b] = mask[t, b] and t < sequence_lens[b]`` is
     true and the old one elsewhere; Y is the new h there and 0 ("zero") or the previous Y of the
-    direction ("carry") elsewhere. Computed in float64, rounded to X's type."""
+    direction ("carry") elsewhere. Computed in float64, rounded to X's type.
+    """
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
     attrs["activations"] = [a.decode() for a in attrs.get("activations", [])]
@@ -104,7 +113,11 @@ def masked_recurrence(node: onnx.NodeProto, inputs: dict[str, np.ndarray]) -> li
     num_directions = 2 if direction == "bidirectional" else 1
     given = {name: inputs[name] for name in node.input if name}
     dtype = given["X"].dtype
-    get = {k: np.asarray(v, dtype=np.float64) for k, v in given.items() if v.dtype.kind == "f"}
+    get = {
+        k: np.asarray(v, dtype=np.float64)
+        for k, v in given.items()
+        if v.dtype.kind == "f"
+    }
     X = get["X"].swapaxes(0, 1) if layout == 1 else get["X"]
     seq_length, batch_size = X.shape[:2]
     W, R = get["W"], get["R"]
@@ -130,7 +143,9 @@ def masked_recurrence(node: onnx.NodeProto, inputs: dict[str, np.ndarray]) -> li
         y = np.zeros((batch_size, hidden))
         reverse = direction == "reverse" or d == 1
         for t in reversed(range(seq_length)) if reverse else range(seq_length):
-            h_new, c_new = _cell(op_type, attrs, acts[d], X[t], (h, c), W[d], R[d], B[d], P[d])
+            h_new, c_new = _cell(
+                op_type, attrs, acts[d], X[t], (h, c), W[d], R[d], B[d], P[d]
+            )
             m_t = m[t][:, None]
             h, c = np.where(m_t, h_new, h), np.where(m_t, c_new, c)
             y = np.where(m_t, h_new, y if carry else 0)
@@ -140,7 +155,9 @@ def masked_recurrence(node: onnx.NodeProto, inputs: dict[str, np.ndarray]) -> li
     if layout == 1:
         outputs = [Y.transpose(2, 0, 1, 3)] + [s.swapaxes(0, 1) for s in outputs[1:]]
     outputs = outputs[: len(node.output)]
-    return [o.astype(dtype) for o, name in zip(outputs, node.output) if name]
+    return [
+        o.astype(dtype) for o, name in zip(outputs, node.output, strict=False) if name
+    ]
 
 
 def make_mask(kind: str, seq_length: int, batch_size: int) -> np.ndarray:
