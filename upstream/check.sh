@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Checks that upstream/patches is what upstream/series.py writes from the sources (upstream/onnx/,
-# upstream/edits/, upstream/series.toml) and that each series applies on its own base, then applies
-# every series in upstream/patches to onnx's source distribution, builds onnx, installs
-# it into a fresh venv and runs onnx's tests for what the series touches, the new tests on onnx's
-# reference and on onnxruntime, and the cross-checks against this package. Ends with one line
-# "N passed, N failed"; exits non-zero on any failure.
+# Builds onnx with the patch series and runs each series' tests on that one build.
+#
+#   bash upstream/check.sh                  onnx's source distribution of upstream/BASE
+#   bash upstream/check.sh --source DIR     an onnx source tree or git directory (its HEAD), e.g.
+#                                           the mirror of onnx main that the `fetch` tool gives
+#   ... --record LABEL                      also write docs/results/upstream_check_LABEL.json
+#
+# Steps: upstream/patches is what upstream/series.py writes from the sources and each series
+# applies on its own base (series.py check); clang-format (format.sh --check); the series applied
+# with `git am` in order; ruff with onnx's configuration on the Python files they add or edit;
+# onnx built (ccache) and installed into a fresh venv; onnx's docs regenerated with its own tools
+# (stat_coverage.py, gen_doc.py: tools/update_doc.sh without its `pip install -e`); then one pytest
+# suite per series, onnx's own tests of what the series touch, and the checks common to all.
+# Ends with one line "N passed, N failed"; exits non-zero on any failure.
 #
 # Uses the package index (pip) and Debian packages (apt-get) only. Everything reusable (build venv,
 # sdist, ccache, pip cache) lives in $ONNX_UPSTREAM_CACHE (default ~/.cache/onnx-masked-rnn-upstream),
@@ -16,8 +24,21 @@ REPO="$(cd "$HERE/.." && pwd)"
 VERSION="$(cat "$HERE/BASE")"
 CACHE="${ONNX_UPSTREAM_CACHE:-$HOME/.cache/onnx-masked-rnn-upstream}"
 PYTHON="${PYTHON:-python3.11}"
-SRC="$CACHE/src"  # fixed path: ccache hits need the same paths on every run
-RESULTS="$CACHE/results"
+SOURCE=""
+RECORD=""
+while (($#)); do
+  case "$1" in
+    --source) SOURCE="$(cd "$2" && pwd)"; shift 2 ;;
+    --record) RECORD="$2"; shift 2 ;;
+    *) echo "usage: check.sh [--source DIR] [--record LABEL]" >&2; exit 2 ;;
+  esac
+done
+# Fixed paths per kind of tree: ccache hits need the same paths on every run.
+if [[ -n "$SOURCE" ]]; then
+  SRC="$CACHE/src-source" RESULTS="$CACHE/results-source" KEPT_DOCS="$HERE/docs/main"
+else
+  SRC="$CACHE/src" RESULTS="$CACHE/results" KEPT_DOCS="$HERE/docs"
+fi
 START=$(date +%s)
 
 step() { echo "=== [$(($(date +%s) - START)) s] $*"; }
@@ -53,17 +74,44 @@ fi
 step "upstream/patches is up to date and each series applies on its base (series.py check)"
 "$PYTHON" "$HERE/series.py" check --sdist "$SDIST"
 
-step "git repository of the sdist + git am upstream/patches/*/"
+step "clang-format 22.1.8 (onnx's pin and style) on the C++ sources (format.sh --check)"
+bash "$HERE/format.sh" --check
+
 rm -rf "$SRC" && mkdir -p "$SRC"
-tar xzf "$SDIST" -C "$SRC" --strip-components=1
+if [[ -z "$SOURCE" ]]; then
+  step "git repository of the sdist + git am upstream/patches/*/"
+  tar xzf "$SDIST" -C "$SRC" --strip-components=1
+  DESCRIBED="onnx $VERSION (source distribution)"
+elif git -C "$SOURCE" rev-parse --git-dir >/dev/null 2>&1; then
+  step "git repository of $SOURCE's HEAD + git am upstream/patches/*/"
+  git -C "$SOURCE" archive HEAD | tar x -C "$SRC"
+  DESCRIBED="onnx $(git -C "$SOURCE" log -1 --format='%H (%cs)')"
+else
+  step "git repository of the tree $SOURCE + git am upstream/patches/*/"
+  (cd "$SOURCE" && tar c --exclude=.git .) | tar x -C "$SRC"
+  DESCRIBED="onnx tree $SOURCE"
+fi
 GIT=(git -C "$SRC" -c user.name="onnx-masked-rnn upstream check" -c user.email="upstream-check@localhost"
   -c commit.gpgsign=false)
 "${GIT[@]}" init -q
 "${GIT[@]}" add -A
 GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" \
-  "${GIT[@]}" commit -q -m "onnx $VERSION (source distribution)"
+  "${GIT[@]}" commit -q -m "$DESCRIBED"
+"${GIT[@]}" tag base
 "${GIT[@]}" am -q "$HERE"/patches/*/*.patch
 "${GIT[@]}" log --oneline | cat
+
+step "ruff (onnx's configuration: the tree's pyproject.toml) on the Python files the series add or edit"
+mapfile -t CHANGED_PY < <("${GIT[@]}" diff --name-only base HEAD -- '*.py')
+"$CACHE/lint-venv/bin/pip" install -q --disable-pip-version-check ruff==0.17.6
+(cd "$SRC" && "$CACHE/lint-venv/bin/ruff" check -q "${CHANGED_PY[@]}" &&
+  "$CACHE/lint-venv/bin/ruff" format -q --check "${CHANGED_PY[@]}")
+
+if [[ -f "$SRC/.clang-format" ]]; then
+  step "format.sh's style formats the series' C++ files as the tree's own .clang-format does"
+  mapfile -t CHANGED_CC < <("${GIT[@]}" diff --name-only base HEAD -- '*.cc' '*.h')
+  (cd "$SRC" && "$CACHE/lint-venv/bin/clang-format" --dry-run --Werror "${CHANGED_CC[@]}")
+fi
 
 step "build onnx (ccache in $CACHE/ccache)"
 rm -rf "$CACHE/wheel" && mkdir -p "$CACHE/wheel"
@@ -92,9 +140,15 @@ PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
 "$VENV/bin/python" -c "import onnx, onnx.defs; print('onnx', onnx.__version__, onnx.__file__); \
   [onnx.defs.get_schema(op, 1, 'ai.onnx.preview') for op in ('MaskedLSTM', 'MaskedGRU', 'MaskedRNN')]"
 
-step "docs regenerated with onnx's own tools (stat_coverage.py, gen_doc.py; the sdist has no docs/)"
+step "docs regenerated with onnx's own tools (stat_coverage.py, gen_doc.py)"
+# The sdist has no docs/ (they are made from scratch); a checkout tracks them (their diff is kept).
 (cd "$SRC" && mkdir -p docs && "$VENV/bin/python" onnx/backend/test/stat_coverage.py >"$RESULTS/docs.log" 2>&1 &&
   "$VENV/bin/python" onnx/defs/gen_doc.py >>"$RESULTS/docs.log" 2>&1) || { tail -20 "$RESULTS/docs.log"; }
+if [[ -n "$SOURCE" ]]; then
+  mkdir -p "$KEPT_DOCS"
+  "${GIT[@]}" diff --stat -- docs | tail -1
+  "${GIT[@]}" diff -- docs >"$KEPT_DOCS/docs.diff"
+fi
 
 SUITES=()
 run_pytest() {  # name, then pytest arguments; run outside the source tree so onnx is the wheel
@@ -103,25 +157,40 @@ run_pytest() {  # name, then pytest arguments; run outside the source tree so on
   SUITES+=("$RESULTS/$name.xml")
   step "pytest: $name"
   (cd "$RESULTS" && PYTHONPATH="$SRC/tests/python:$REPO:$HERE/tests" ONNX_UPSTREAM_SRC="$SRC" \
-    ALLOW_RELEASED_ONNX_OPSET_ONLY=0 \
+    ONNX_UPSTREAM_KEPT_DOCS="$KEPT_DOCS" ALLOW_RELEASED_ONNX_OPSET_ONLY=0 \
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider --color=no --import-mode=importlib -W ignore::RuntimeWarning \
     --junitxml="$RESULTS/$name.xml" "$@" 2>&1 | tail -5) || true
 }
+T="$SRC/tests/python"
+U="$HERE/tests"
 
-# onnx's reference backend on the new node tests (base and expanded) and onnx's own tests of the
-# operators and files the series touches: LSTM/GRU/RNN, Scan, the preview domain, shape inference.
-run_pytest backend_reference "$SRC/tests/python/backend_reference_test.py" \
-  -k "masked or lstm or gru or rnn or scan or flexattention"
-run_pytest shape_inference "$SRC/tests/python/shape_inference_test.py" \
-  "$SRC"/tests/python/masked_*_shape_inference_test.py
-run_pytest reference_evaluator "$SRC/tests/python/reference_evaluator_test.py" \
-  -k "scan or lstm or gru or rnn or masked or preview"
-# The schema registry, function bodies and checker, which every new schema goes through.
-run_pytest schemas_and_functions "$SRC/tests/python/schema_test.py" "$SRC/tests/python/function_test.py" \
-  "$SRC/tests/python/function_inference_test.py" "$SRC/tests/python/inliner_test.py" \
-  "$SRC/tests/python/checker_test.py"
-# onnxruntime on the same node tests, the cross-checks against this package, the generated docs.
-run_pytest upstream "$HERE/tests"
+# One suite per series, in order: its new tests on onnx's reference, shape inference and
+# onnxruntime, and the cross-checks against this package.
+run_pytest 1-reference-scan "$T/backend_reference_test.py" "$T/reference_evaluator_test.py" \
+  "$U/test_onnxruntime.py" -k "scan"
+run_pytest 2-inliner-omitted-inputs "$T/inliner_omitted_inputs_test.py" "$T/inliner_test.py"
+run_pytest 3-rnn-doc-clarification "$U/test_rnn_docs.py"
+MASKED_LSTM="masked_lstm or MaskedLSTM"
+MASKED_GRU_RNN="masked_gru or MaskedGRU or masked_rnn or MaskedRNN"
+run_pytest 4-masked-lstm "$T/backend_reference_test.py" "$T/masked_lstm_shape_inference_test.py" "$U" \
+  --ignore="$U/test_rnn_docs.py" -k "$MASKED_LSTM"
+run_pytest 5-masked-gru-rnn "$T/backend_reference_test.py" "$T/masked_gru_shape_inference_test.py" \
+  "$T/masked_rnn_shape_inference_test.py" "$U" --ignore="$U/test_rnn_docs.py" -k "$MASKED_GRU_RNN"
+# What holds for the series as a whole: the generated docs kept for review, the staleness check.
+run_pytest all-series "$U" --ignore="$U/test_rnn_docs.py" -k "not ($MASKED_LSTM or $MASKED_GRU_RNN or scan)"
+# onnx's own tests of what the series touch: LSTM/GRU/RNN, Scan, attention and the preview domain
+# on the reference backend and evaluator; shape inference; the schema registry, function bodies
+# and the checker, which every new schema goes through.
+run_pytest onnx-rnn-scan-preview "$T/backend_reference_test.py" "$T/reference_evaluator_test.py" \
+  -k "(lstm or gru or rnn or scan or attention or preview) and not ($MASKED_LSTM or $MASKED_GRU_RNN)"
+run_pytest onnx-shape-inference "$T/shape_inference_test.py"
+run_pytest onnx-schemas-functions-checker "$T/schema_test.py" "$T/function_test.py" \
+  "$T/function_inference_test.py" "$T/checker_test.py"
 
 step "done in $(($(date +%s) - START)) s"
-"$VENV/bin/python" "$HERE/summarize.py" "${SUITES[@]}"
+RECORD_ARGS=()
+if [[ -n "$RECORD" ]]; then
+  RECORD_ARGS=(--json "$REPO/docs/results/upstream_check_$RECORD.json" --onnx "$DESCRIBED"
+    --seconds "$(($(date +%s) - START))")
+fi
+"$VENV/bin/python" "$HERE/summarize.py" "${RECORD_ARGS[@]}" "${SUITES[@]}"

@@ -16,9 +16,9 @@ import functools
 import numpy as np
 import onnx
 import pytest
-from _upstream import MASKED_OPS, PREVIEW, assert_close, run_onnxruntime, with_cpp_body
 from onnx import helper
 from onnx.backend.test.case.node import collect_testcases
+from upstream_testing import MASKED_OPS, PREVIEW, assert_close, run_onnxruntime, with_cpp_body
 
 NEW_SCAN_TESTS = ("test_scan9_reverse", "test_scan9_mixed_directions", "test_scan9_axes")
 

@@ -7,8 +7,8 @@ For each case (a one-node model in the package's domain with the package's refer
 - the patched onnx's reference implementation agrees with the package's numpy reference.
 
 What differs by design: the node's domain (``ai.onnx.preview`` version 1 upstream, the package's
-``io.onnx_masked_rnn`` version 1) and the ai.onnx opset of the bodies (22 upstream, the case
-model's 21 in the package). The node, its attributes and its inputs are otherwise the same.
+``io.onnx_masked_rnn`` version 1). The node, its attributes, its inputs and the model's ai.onnx
+opset (the case's) are otherwise the same.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import functools
 
 import onnx
 import pytest
-from _upstream import BODY_OPSET, PREVIEW, assert_close, run_onnxruntime, with_cpp_body
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
+from upstream_testing import ai_onnx_opset, assert_close, preview_model, run_onnxruntime, with_cpp_body
 
-from onnx_masked_rnn import inline
-from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn import DOMAIN, inline
 from onnx_masked_rnn.conformance.expect import Case
 from onnx_masked_rnn.conformance.generate import collect_cases
 
@@ -34,14 +32,8 @@ def _cases() -> dict[str, Case]:
 
 def _upstream_model(case: Case) -> onnx.ModelProto:
     """The case's model with its node moved to ai.onnx.preview."""
-    model = onnx.ModelProto()
-    model.CopyFrom(case.model)
-    (node,) = model.graph.node
-    assert node.domain == DOMAIN
-    node.domain = PREVIEW
-    del model.opset_import[:]
-    model.opset_import.extend([helper.make_opsetid("", BODY_OPSET), helper.make_opsetid(PREVIEW, 1)])
-    return model
+    assert case.model.graph.node[0].domain == DOMAIN
+    return preview_model(case.model, ai_onnx_opset(case.model))
 
 
 def test_suite_is_not_empty() -> None:

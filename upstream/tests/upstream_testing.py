@@ -1,4 +1,5 @@
-"""Helpers of the upstream tests: the patched onnx's function bodies attached to a model, and runs.
+"""Helpers of the upstream tests: masked models in ai.onnx.preview, the patched onnx's function
+bodies attached to them, and runs.
 
 These tests run in the venv of ``upstream/check.sh``, where ``onnx`` is the patched build.
 """
@@ -13,8 +14,26 @@ from onnx import helper
 
 PREVIEW = onnx.defs.AI_ONNX_PREVIEW_DOMAIN
 MASKED_OPS = ("MaskedLSTM", "MaskedGRU", "MaskedRNN")
-BODY_OPSET = 22
-"""The ai.onnx opset the patched onnx builds the function bodies at."""
+OPSETS = range(18, onnx.defs.onnx_opset_version() + 1)
+"""The ai.onnx opsets the package's bodies support (18 and newer), up to onnx's newest."""
+
+
+def ai_onnx_opset(model: onnx.ModelProto | onnx.FunctionProto) -> int | None:
+    """The ai.onnx version ``model`` imports, None if it imports none."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def preview_model(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """``model`` (one masked node in any domain) with its node in ai.onnx.preview version 1 and
+    ai.onnx imported at ``opset``."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    (node,) = out.graph.node
+    node.domain = PREVIEW
+    del out.opset_import[:]
+    out.opset_import.extend([helper.make_opsetid("", opset), helper.make_opsetid(PREVIEW, 1)])
+    out.ir_version = max(out.ir_version, 10)
+    return out
 
 
 def cpp_body(node: onnx.NodeProto, input_types: list[onnx.TypeProto]) -> onnx.FunctionProto:
@@ -31,22 +50,29 @@ def cpp_body(node: onnx.NodeProto, input_types: list[onnx.TypeProto]) -> onnx.Fu
     return function
 
 
-def with_cpp_body(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` (one masked ai.onnx.preview node) with that node's C++-built body attached as a
-    model-local function, and ai.onnx imported at the body's opset.
-
-    The function declares as many outputs as the node has: onnxruntime (and onnx's full checker)
-    reject a model-local function with more outputs than its call node.
-    """
+def model_body(model: onnx.ModelProto) -> onnx.FunctionProto:
+    """The C++-built body of ``model``'s one masked node, for the node's input types."""
     (node,) = model.graph.node
     types = {v.name: v.type for v in model.graph.input}
-    function = cpp_body(node, [types[name] if name else onnx.TypeProto() for name in node.input])
+    return cpp_body(node, [types[name] if name else onnx.TypeProto() for name in node.input])
+
+
+def with_cpp_body(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` (one masked ai.onnx.preview node, ai.onnx imported) with that node's C++-built
+    body attached as a model-local function.
+
+    The function declares as many outputs as the node has: onnxruntime (and onnx's full checker)
+    reject a model-local function with more outputs than its call node. A body that imports no
+    ai.onnx version gets the model's (its ops are those of the model's opset).
+    """
+    (node,) = model.graph.node
+    function = model_body(model)
     del function.output[len(node.output) :]
+    if ai_onnx_opset(function) is None:
+        function.opset_import.append(helper.make_opsetid("", ai_onnx_opset(model)))
     out = onnx.ModelProto()
     out.CopyFrom(model)
     out.functions.append(function)
-    del out.opset_import[:]
-    out.opset_import.extend([helper.make_opsetid("", BODY_OPSET), helper.make_opsetid(PREVIEW, 1)])
     out.ir_version = max(out.ir_version, 10)
     return out
 
