@@ -10,6 +10,8 @@ function overload. Each case runs through :data:`PATHS`:
 - ``onnx-reference ops``: ``onnx.reference.ReferenceEvaluator(model, new_ops=reference.OPS)``;
 - ``attach_functions``, ``inline scan``, ``inline native``: the three shipped forms in onnxruntime,
   and ``inline scan capture``: ``inline(model, "scan", scan_form="capture")``;
+- ``kernel``: the masked nodes as they are, on the package's native kernel
+  (``onnx_masked_rnn.kernel.session``; a node it would not cover is an error);
 - ``onnx-reference scan``: ``inline(model, "scan")`` in the ReferenceEvaluator (its Scan extended
   with scan directions: :class:`onnx_masked_rnn.testing.Scan`).
 
@@ -75,6 +77,7 @@ PATHS = (
     "inline scan",
     "inline scan capture",
     "inline native",
+    "kernel",
     "onnx-reference scan",
 )
 STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
@@ -84,6 +87,7 @@ TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2
 # The documented limits a path may report as "unsupported" (anything else that fails is a failure).
 NO_DOUBLE_KERNEL = "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
 NO_EMPTY_SCAN = "onnx.reference's Scan refuses a scan of length 0"
+NO_KERNEL = "the kernel library was not built (an install with ONNX_MASKED_RNN_NO_KERNEL=1)"
 OVERFLOW = (
     "the exact result exceeds the dtype's range (the recurrence overflows: no value is right, and "
     "implementations overflow differently)"
@@ -269,14 +273,23 @@ def draw_case(seed: int, index: int) -> Case:
     return Case(seed, index, opset, nodes, feeds)
 
 
-def _session_run(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def _session_run(model: Any, feeds: dict[str, np.ndarray], kernel: bool = False) -> list[np.ndarray]:
+    import warnings
+
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 4  # errors come back as exceptions; do not log them too
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    if kernel:
+        from onnx_masked_rnn import kernel as native_kernel
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", native_kernel.KernelFallbackWarning)
+            session = native_kernel.session(model, options, providers=["CPUExecutionProvider"])
+    else:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     return session.run(None, {k: v for k, v in feeds.items() if k in names})
 
@@ -299,6 +312,8 @@ def _run_path(path: str, case: Case) -> list[np.ndarray]:
         return _session_run(inline(model, "scan", scan_form="capture"), case.feeds)
     if path == "inline native":
         return _session_run(inline(model, "native"), case.feeds)
+    if path == "kernel":
+        return _session_run(model, case.feeds, kernel=True)
     if path == "onnx-reference scan":
         return ReferenceEvaluator(inline(model, "scan"), new_ops=[Scan]).run(None, case.feeds)
     raise ValueError(f"unknown path {path!r}")
@@ -318,6 +333,8 @@ def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
         return NO_DOUBLE_KERNEL
     if path == "onnx-reference scan" and "zero scan-input length" in text:
         return NO_EMPTY_SCAN
+    if path == "kernel" and type(error).__name__ == "KernelNotBuiltError":
+        return NO_KERNEL
     return None
 
 

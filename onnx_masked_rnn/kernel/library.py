@@ -20,6 +20,7 @@ __all__ = [
     "LIBRARY_ENV",
     "LIBRARY_NAME",
     "NO_KERNEL_ENV",
+    "NO_KERNEL_MARKER",
     "REGISTERED_KEY",
     "KernelNotBuiltError",
     "library_path",
@@ -31,6 +32,9 @@ LIBRARY_ENV = "ONNX_MASKED_RNN_KERNEL_LIBRARY"
 
 NO_KERNEL_ENV = "ONNX_MASKED_RNN_NO_KERNEL"
 """Set to 1 at ``pip install`` time, the build skips the kernel (the pure-Python package)."""
+
+NO_KERNEL_MARKER = "BUILT_WITHOUT_KERNEL"
+"""The file such an install leaves in place of the library (one line: why)."""
 
 LIBRARY_NAME = {"win32": "onnx_masked_rnn_kernel.dll", "darwin": "libonnx_masked_rnn_kernel.dylib"}.get(
     sys.platform, "libonnx_masked_rnn_kernel.so"
@@ -76,10 +80,20 @@ def library_path() -> str:
     for candidate in candidates:
         if candidate.is_file():
             return str(candidate.resolve())
+    for candidate in candidates:
+        marker = candidate.with_name(NO_KERNEL_MARKER)
+        if marker.is_file():
+            reason = marker.read_text().strip() or f"{NO_KERNEL_ENV}=1"
+            raise KernelNotBuiltError(
+                f"the onnx-masked-rnn kernel library was not built: the package was installed without "
+                f"it ({reason}). Reinstall without {NO_KERNEL_ENV} (the build needs a C++17 compiler "
+                f"and CMake), or set {LIBRARY_ENV} to a built library. Without the kernel, deploy with "
+                "onnx_masked_rnn.inline(model, 'native') or attach_functions(model)."
+            )
     raise KernelNotBuiltError(
         f"the onnx-masked-rnn kernel library was not built: no {LIBRARY_NAME} in "
-        f"{', '.join(str(c.parent) for c in candidates)}. The package was installed without it "
-        f"({NO_KERNEL_ENV}=1) or its build failed; reinstall with a C++17 compiler and CMake "
+        f"{', '.join(str(c.parent) for c in candidates)}, and no {NO_KERNEL_MARKER} either (its build "
+        f"did not finish, or the library was removed); reinstall with a C++17 compiler and CMake "
         f"(`pip install onnx-masked-rnn` without {NO_KERNEL_ENV}), or set {LIBRARY_ENV} to a built "
         "library. Without the kernel, deploy with onnx_masked_rnn.inline(model, 'native') or "
         "attach_functions(model)."

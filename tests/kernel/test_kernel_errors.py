@@ -1,0 +1,45 @@
+"""The run-time errors the specification lists (a mask of the wrong shape, ``sequence_lens`` out of
+range) come back from the kernel as onnxruntime errors naming the op and the input, never a crash
+(each run is in a child process), and leave the session usable; one session run from several
+threads at once gives what the same runs give one at a time."""
+
+from __future__ import annotations
+
+import kernel_cases
+import pytest
+from kernel_cases import job
+
+from onnx_masked_rnn._worker import Crash, Worker
+
+
+@pytest.fixture(scope="module")
+def worker():
+    slot = Worker(kernel_cases.setup, None, 120.0, name="the kernel's process")
+    yield slot
+    slot.close()
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("layout", [0, 1])
+def test_bad_mask_and_sequence_lens_are_errors_naming_the_input(worker, op, layout):
+    one = job(op, present=("B", "mask"), sequence_lens="random", attributes={"layout": layout})
+    found = worker.run(("run_errors", one))
+    assert not isinstance(found, Crash), found
+    assert found.pop("after") == "", "the session no longer gives the reference's result after an error"
+    for label, (name, _) in kernel_cases.bad_inputs(one).items():
+        message = found[label]
+        assert message.startswith("InvalidArgument: "), f"{label}: {message}"
+        assert f"Masked{op}: input '{name}'" in message, f"{label}: {message}"
+
+
+@pytest.mark.parametrize("intra_op_threads", [1, 2])
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_one_session_from_several_threads_gives_the_results_of_one_at_a_time(worker, op, intra_op_threads):
+    one = job(
+        op,
+        shape=(40, 16, 24, 32),
+        attributes={"direction": "bidirectional", "masked_output": "carry"},
+        sequence_lens="with_zero",
+    )
+    outcome = worker.run(("concurrent_runs", one, 6, 20, intra_op_threads))
+    assert outcome is None, outcome
