@@ -19,24 +19,17 @@ import textwrap
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
+from toolkit import PATHS, run
 
 import onnx_masked_rnn.conformance
-from onnx_masked_rnn import attach_functions, inline
 from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.reference import FUNCTIONS
 from onnx_masked_rnn.testing import make_model, random_inputs
 
 OPSET = 21
 SUITE = pathlib.Path(onnx_masked_rnn.conformance.__file__).parent / "data"
-PATHS = {
-    "attach_functions": lambda m: attach_functions(m),
-    "inline scan capture": lambda m: inline(m, "scan", scan_form="capture"),
-    "inline scan portable": lambda m: inline(m, "scan", scan_form="portable"),
-    "inline native": lambda m: inline(m, "native"),
-}
 
 _RUN_CHILD = textwrap.dedent(
     """
@@ -218,6 +211,5 @@ def test_empty_check_keeps_an_input_size_of_zero():
     expected = FUNCTIONS["MaskedLSTM"](**feeds, **attrs.to_onnx())
     assert np.abs(expected[1]).max() > 0.01
     for path, prepare in PATHS.items():
-        session = ort.InferenceSession(prepare(make_model(attrs, feeds, OPSET)).SerializeToString())
-        for actual, wanted in zip(session.run(None, feeds), expected):
+        for actual, wanted in zip(run(prepare(make_model(attrs, feeds, OPSET)), feeds), expected):
             np.testing.assert_allclose(actual, wanted, rtol=1e-5, atol=1e-6, err_msg=path)

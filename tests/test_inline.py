@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close
+from toolkit import TOLERANCE, run
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn._walk import walk_nodes
@@ -24,15 +24,6 @@ from onnx_masked_rnn.testing import make_model, make_node, random_inputs, value_
 
 T, N, I, H = 6, 3, 4, 5
 FLOAT = TensorProto.FLOAT
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
-
-
-def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
-    return session.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
 def all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:

@@ -14,32 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close
+from toolkit import PATHS, TOLERANCE, run
 
-from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
+from onnx_masked_rnn import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import OP_SPECS, parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET
 from onnx_masked_rnn.schemas import registered_schemas
 from onnx_masked_rnn.testing import make_mask, make_model, random_inputs, value_info
 
 T, N, I, H = 6, 3, 4, 5
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
-PATHS = {
-    "attach_functions": attach_functions,
-    "inline scan": inline,
-    "inline native": lambda model: inline(model, "native"),
-}
-
-
-def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
-    return session.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
 # Item 19: MaskedRNN -> Squeeze -> MaskedRNN, nothing declared between them ----------------------

@@ -1,5 +1,6 @@
 """What ``Y`` holds at a masked step, pinned for each mode on every path: the numpy reference, and
-onnxruntime on ``attach_functions``, ``inline(..., "scan")`` and ``inline(..., "native")``.
+onnxruntime on every path of ``toolkit.PATHS`` (``attach_functions``, ``inline`` in both Scan forms
+and native).
 
 - ``"zero"``: ``Y[t]`` is 0 at every masked step;
 - ``"carry"``: ``Y[t]`` is exactly ``Y`` of the previous processed step of that direction
@@ -16,21 +17,20 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import onnxruntime as ort
 import pytest
+import toolkit
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from onnx import TensorProto, helper
 from oracles import batch_major_inputs, time_major_outputs
+from toolkit import PATHS, TOLERANCE
 
-from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
+from onnx_masked_rnn import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn.attributes import DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
 from onnx_masked_rnn.reference import FUNCTIONS
 
 I, H = 2, 3
-PATHS = ("attach_functions", "inline scan", "inline native")
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
 @functools.cache
@@ -74,10 +74,7 @@ def session(op_type: str, direction: str, mode: str, layout: int, present: tuple
         opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(DOMAIN, OPSET_VERSION)],
         ir_version=10,
     )
-    runnable = attach_functions(model) if path == "attach_functions" else inline(model, path.split()[1])
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(runnable.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return toolkit.session(PATHS[path](model))
 
 
 @st.composite

@@ -17,7 +17,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import toolkit
 from oracles import REFERENCE, assert_close
+from toolkit import NATIVE_TOLERANCE
 
 from onnx_masked_rnn import testing
 from onnx_masked_rnn._walk import walk_nodes
@@ -29,13 +31,6 @@ OPS = tuple(OP_SPECS)
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 MODES = MASKED_OUTPUT_MODES
 NEWEST_OPSET = onnx.defs.onnx_opset_version()
-TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
-
-
-def _session(model: onnx.ModelProto) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _native_model(attrs, inputs: dict[str, np.ndarray], opset: int = 21) -> onnx.ModelProto:
@@ -61,7 +56,7 @@ def _check(session: ort.InferenceSession, attrs, inputs: dict[str, np.ndarray], 
     actual = session.run(None, inputs)
     try:
         assert not any(np.isnan(a).any() for a in actual), "NaN in an output"
-        assert_close("native expansion", actual, expected, **TOLERANCE)
+        assert_close("native expansion", actual, expected, **NATIVE_TOLERANCE)
     except AssertionError as error:
         raise AssertionError(f"{label}: {error}") from None
 
@@ -94,7 +89,7 @@ def test_every_mask_kind(op_type: str, direction: str, mode: str, layout: int) -
             attrs, T, N, 3, 4, rng=rng, present=everything, mask_kind=kind, sequence_lens=lengths
         )
         _masked_x_to_nan(attrs, inputs)
-        session = session or _session(_native_model(attrs, inputs))
+        session = session or toolkit.session(_native_model(attrs, inputs))
         _check(session, attrs, inputs, f"{kind} mask")
 
 
@@ -115,7 +110,12 @@ def test_optional_inputs(op_type: str, present: tuple[str, ...]) -> None:
         inputs = testing.random_inputs(
             attrs, T, N, 2, 3, rng=rng, present=present, mask_kind="one_row_masked", sequence_lens=lengths
         )
-        _check(_session(_native_model(attrs, inputs)), attrs, inputs, f"{direction} layout={layout} {mode}")
+        _check(
+            toolkit.session(_native_model(attrs, inputs)),
+            attrs,
+            inputs,
+            f"{direction} layout={layout} {mode}",
+        )
 
 
 def _random_attributes(rng: np.random.Generator) -> dict:
@@ -168,7 +168,12 @@ def test_random_attributes(seed: int) -> None:
     )
     _masked_x_to_nan(attrs, inputs)
     opset = int(rng.choice([18, 21, NEWEST_OPSET]))
-    _check(_session(_native_model(attrs, inputs, opset)), attrs, inputs, f"{attributes} {kind} opset {opset}")
+    _check(
+        toolkit.session(_native_model(attrs, inputs, opset)),
+        attrs,
+        inputs,
+        f"{attributes} {kind} opset {opset}",
+    )
 
 
 @pytest.mark.parametrize("layout", [0, 1])
@@ -181,7 +186,7 @@ def test_symbolic_dims(layout: int) -> None:
     for value in [*model.graph.input, *model.graph.output]:
         for axis, dim in enumerate(value.type.tensor_type.shape.dim):
             dim.dim_param = f"{value.name}_{axis}"
-    session = _session(model)
+    session = toolkit.session(model)
     for T, N in ((5, 3), (9, 6)):
         inputs = testing.random_inputs(attrs, T, N, 2, 4, rng=rng, sequence_lens=np.arange(N) % (T + 1))
         _check(session, attrs, inputs, f"T={T} N={N}")
@@ -201,7 +206,7 @@ def test_through_inline(op_type: str) -> None:
         op_types = {(node.domain, node.op_type) for node in walk_nodes(inlined.graph.node)}
         assert ("", OP_SPECS[op_type].onnx_op_type) in op_types
         assert all(domain in ("", "ai.onnx") for domain, _ in op_types), op_types
-        _check(_session(inlined), attrs, inputs, f"inline {direction} layout={layout}")
+        _check(toolkit.session(inlined), attrs, inputs, f"inline {direction} layout={layout}")
 
 
 def test_function_contract() -> None:
@@ -248,7 +253,7 @@ def test_float16(op_type: str) -> None:
             attrs, 6, 3, 2, 3, rng=rng, dtype=np.float16, mask_kind="one_row_masked"
         )
         expected = REFERENCE[op_type](**inputs, **attrs.to_onnx())
-        actual = _session(_native_model(attrs, inputs)).run(None, inputs)
+        actual = toolkit.session(_native_model(attrs, inputs)).run(None, inputs)
         assert [a.dtype for a in actual] == [np.float16] * len(expected)
         assert_close("native expansion, float16", actual, expected, rtol=1e-3, atol=1e-3)
 
@@ -259,7 +264,7 @@ def test_float16(op_type: str) -> None:
 def test_float64_runs_in_onnxruntime() -> None:
     attrs = parse_attributes("MaskedLSTM", hidden_size=3)
     inputs = testing.random_inputs(attrs, 4, 2, 2, 3, rng=np.random.default_rng(0), dtype=np.float64)
-    _check(_session(_native_model(attrs, inputs)), attrs, inputs, "float64")
+    _check(toolkit.session(_native_model(attrs, inputs)), attrs, inputs, "float64")
 
 
 def test_bench_quick(tmp_path) -> None:
@@ -322,5 +327,5 @@ def test_rnn_parameters_of_one_direction(activations, alpha, beta, rnn_nodes, la
     rng = np.random.default_rng(7)
     inputs = testing.random_inputs(attrs, 5, 3, 2, 4, rng=rng, present=("B", "initial_h", "mask"))
     model = _native_model(attrs, inputs)
-    _check(_session(model), attrs, inputs, "native expansion, RNN parameters per direction")
+    _check(toolkit.session(model), attrs, inputs, "native expansion, RNN parameters per direction")
     assert sum(node.op_type == "RNN" for node in walk_nodes(model.functions[0].node)) == rnn_nodes
