@@ -7,6 +7,11 @@ reference after them, since its BLAS threads spin on after a call), after warm-u
 
 - ``native op``: onnxruntime's LSTM/GRU/RNN on the same work, the floor: no mask, or
   ``sequence_lens`` = each row's number of unmasked steps (so it runs as many cell steps);
+- ``kernel``: the masked node as it is, on the package's native kernel (``onnx_masked_rnn.kernel``);
+- ``gemm floor``: the physical floor, the unmasked steps' matrix products at onnxruntime's Gemm
+  rate: one ``MatMul`` of ``[T * N, I + H] x [I + H, gates * H]`` (weights an initializer), timed
+  with the others, its time scaled by the unmasked share of the ``T * N`` steps. The kernel's row
+  also gets ``ratio_to_gemm_floor``;
 - ``native expansion``: ``inline(model, "native")``;
 - ``scan expansion``: ``inline(model, "scan", scan_form="capture")``, the specification's body
   with Scan bodies that read the weights from the enclosing graph (the form onnxruntime runs fastest);
@@ -52,6 +57,8 @@ __all__ = ["Case", "add_arguments", "run", "session", "with_initializers", "work
 
 VARIANTS = (
     "native op",
+    "kernel",
+    "gemm floor",
     "native expansion",
     "scan expansion",
     "portable scan",
@@ -60,11 +67,22 @@ VARIANTS = (
 )
 NUMPY = VARIANTS[-1]
 FLOOR = VARIANTS[0]
+GEMM_FLOOR = "gemm floor"
 DEFAULT_SHAPES = ((100, 32, 64, 128), (1000, 1, 64, 256), (50, 256, 64, 128))
 DEFAULT_MASKS = ("all_true", "right_padded", "holes")
 QUICK_SHAPES = ((12, 3, 4, 8),)
 QUICK_MASKS = ("all_true", "holes")
 OPSET = 21
+# Issue 21's targets for the kernel, judged at the end of a run: (what, limit, which rows). The
+# batch-1 line takes precedence over the mask lines for N = 1.
+KERNEL_TARGETS = (
+    ("right-padded, N >= 32", 0.80, lambda r: r["mask"] == "right_padded" and r["shape"][1] >= 32),
+    ("all true, N > 1", 1.00, lambda r: r["mask"] == "all_true" and r["shape"][1] > 1),
+    ("holes, N > 1", 1.00, lambda r: r["mask"] == "holes" and r["shape"][1] > 1),
+    ("batch 1", 1.05, lambda r: r["shape"][1] == 1),
+)
+KERNEL_MEMORY_TARGET = 1.1
+KERNEL_GEMM_GOAL = 1.25
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +126,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="PATH", help="draw the ratios as a PNG (needs matplotlib: the 'bench' extra)"
     )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=VARIANTS[1:],
+        metavar="NAME",
+        help=f"time only these variants beside the native op (default: all: {', '.join(VARIANTS[1:])})",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--quick", action="store_true", help="a tiny configuration, for smoke tests")
 
@@ -150,17 +175,20 @@ def run(args: argparse.Namespace) -> int:
     probes = sorted(
         {(c.op, c.shape, c.mask) for c in cases if c.mask == ("holes" if "holes" in masks else masks[0])}
     )
-    steps = len(cases) * len(VARIANTS) + (0 if args.no_memory else len(probes) * len(VARIANTS))
+    chosen = set(args.variants or VARIANTS)
+    variants = [v for v in VARIANTS if v == FLOOR or v in chosen]
+    measured = [v for v in variants if v != GEMM_FLOOR]  # the floor's memory is no variant's
+    steps = len(cases) * len(variants) + (0 if args.no_memory else len(probes) * len(measured))
     recorded = record.start("bench")  # before timing: the load average is then the others' work
     progress = _Progress(steps)
 
     results = []
     for case in cases:
-        results.extend(_time_case(case, repeat, args.warmup, progress))
+        results.extend(_time_case(case, variants, repeat, args.warmup, progress))
     memory = []
     if not args.no_memory:
         for op, shape, mask in probes:
-            memory.extend(_memory_case(Case(op, shape, mask, 1), progress))
+            memory.extend(_memory_case(Case(op, shape, mask, 1), measured, progress))
     progress.close()
 
     report = record.finish(
@@ -174,11 +202,14 @@ def run(args: argparse.Namespace) -> int:
             "repeat": repeat,
             "warmup": args.warmup,
             "opset": OPSET,
+            "variants": variants,
         },
         results=results,
         memory=memory,
     )
     print(_table(results, memory))
+    if "kernel" in variants:
+        print(_kernel_targets(results, memory))
     load, cores = report["machine"]["load_average_before"], os.cpu_count() or 1
     if load is not None and load > 0.5 * cores:
         print(f"note: load average {load:.2f} on {cores} cores before timing: other work shares the CPU")
@@ -225,12 +256,17 @@ def with_initializers(model, inputs: dict, names: Sequence[str]):
     return model
 
 
-def session(model, threads: int, *, arena: bool = True):
+def session(model, threads: int, *, arena: bool = True, kernel: bool = False):
     """An onnxruntime CPU session of ``model`` as the benchmark times it: ``threads`` intra-op
-    threads, spinning stopped after each run, the memory arena on or off."""
+    threads, spinning stopped after each run, the memory arena on or off, the package's native
+    kernel registered or not."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if kernel:
+        from onnx_masked_rnn.kernel import register
+
+        register(options)
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # Pool threads spin while a run lasts (onnxruntime's default, as users get it) but stop at its
@@ -283,6 +319,11 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
         expected = expected if lens is None else None
     elif variant == "loop (converter)":
         model = _loop_model(case.op, attrs, inputs)
+    elif variant == "kernel":
+        model = testing.make_model(attrs, inputs, OPSET)
+    elif variant == GEMM_FLOOR:
+        model, feeds = _gemm_model(attrs, inputs)
+        expected = None
     else:
         from onnx_masked_rnn.inline import inline
 
@@ -295,8 +336,31 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
     model = with_initializers(
         model, inputs, [w for w in weights if any(i.name == w for i in model.graph.input)]
     )
-    runner = session(model, case.threads, arena=arena)
+    runner = session(model, case.threads, arena=arena, kernel=variant == "kernel")
     return (lambda: runner.run(["Y"], feeds)[0]), expected
+
+
+def _gemm_model(attrs, inputs: dict):
+    """The ``gemm floor`` variant: one MatMul doing the matrix products of every step of the cell
+    (``X`` and ``h`` rows against the input and recurrent weights at once), and its feeds."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    T, N, I = inputs["X"].shape
+    H = inputs["R"].shape[-1]
+    G = attrs.spec.num_gates
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((T * N, I + H)).astype(np.float32)
+    weights = (rng.standard_normal((I + H, G * H)) / np.sqrt(I + H)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["rows", "weights"], ["Y"])],
+        "gemm_floor",
+        [helper.make_tensor_value_info("rows", 1, rows.shape)],
+        [helper.make_tensor_value_info("Y", 1, None)],
+        initializer=[numpy_helper.from_array(weights, "weights")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
+    return model, {"rows": rows}
 
 
 def _loop_model(op: str, attrs, inputs: dict):
@@ -412,14 +476,16 @@ def _loop_model(op: str, attrs, inputs: dict):
 # Timing and memory
 
 
-def _time_case(case: Case, repeat: int, warmup: int, progress: _Progress) -> list[dict]:
-    """Every variant of ``case``: built, checked against the reference, warmed up, then timed
-    interleaved. A variant that fails to build or run is reported with its error."""
+def _time_case(
+    case: Case, variants: Sequence[str], repeat: int, warmup: int, progress: _Progress
+) -> list[dict]:
+    """Each of ``variants`` of ``case``: built, checked against the reference, warmed up, then
+    timed interleaved. A variant that fails to build or run is reported with its error."""
     import numpy as np
 
     runners: dict[str, Callable[[], Any]] = {}
     rows: dict[str, dict] = {}
-    for variant in VARIANTS:
+    for variant in variants:
         progress.step(f"{case.key}: build {variant}")
         row = {"key": case.key, **asdict(case), "variant": variant, "median_ms": None, "ratio": None}
         row["shape"] = list(case.shape)
@@ -447,6 +513,9 @@ def _time_case(case: Case, repeat: int, warmup: int, progress: _Progress) -> lis
         start = time.perf_counter()
         runners[NUMPY]()
         times[NUMPY].append(time.perf_counter() - start)
+    if GEMM_FLOOR in times:
+        share = _unmasked_share(case)
+        times[GEMM_FLOOR] = [t * share for t in times[GEMM_FLOOR]]
     floor = statistics.median(times[FLOOR]) if FLOOR in times else None
     for variant, samples in times.items():
         median = statistics.median(samples)
@@ -454,13 +523,27 @@ def _time_case(case: Case, repeat: int, warmup: int, progress: _Progress) -> lis
             median_ms=median * 1e3, min_ms=min(samples) * 1e3, times_ms=[t * 1e3 for t in samples]
         )
         rows[variant]["ratio"] = median / floor if floor else None
+        if floor and variant != FLOOR and variant != NUMPY:
+            # run-to-run noise: the quartiles of the ratios of runs made one after the other
+            paired = sorted(t / f for t, f in zip(samples, times[FLOOR]))
+            rows[variant]["ratio_quartiles"] = [paired[len(paired) // 4], paired[(3 * len(paired)) // 4]]
+    if "kernel" in times and GEMM_FLOOR in times:
+        rows["kernel"]["ratio_to_gemm_floor"] = statistics.median(times["kernel"]) / statistics.median(
+            times[GEMM_FLOOR]
+        )
     return list(rows.values())
 
 
-def _memory_case(case: Case, progress: _Progress) -> list[dict]:
-    """Peak working memory of one run of each variant, each in a fresh subprocess."""
+def _unmasked_share(case: Case) -> float:
+    """The share of the ``T * N`` steps that the mask keeps (the floor's work)."""
+    _, inputs = workload(case)
+    return float(inputs["mask"].mean()) if inputs["mask"].size else 0.0
+
+
+def _memory_case(case: Case, variants: Sequence[str], progress: _Progress) -> list[dict]:
+    """Peak working memory of one run of each of ``variants``, each in a fresh subprocess."""
     rows = []
-    for variant in VARIANTS:
+    for variant in variants:
         progress.step(f"{case.key}: memory of {variant}")
         row = {"key": case.key, **asdict(case), "variant": variant, "peak_mb": None, "ratio": None}
         row["shape"] = list(case.shape)
@@ -565,7 +648,9 @@ def _cell(row: dict | None, floor_cell: bool) -> str:
 
 
 def _table(results: list[dict], memory: list[dict]) -> str:
-    header = ["op", "T", "N", "I", "H", "mask", "thr", *VARIANTS]
+    present = {r["variant"] for r in results}
+    variants = [v for v in VARIANTS if v in present]
+    header = ["op", "T", "N", "I", "H", "mask", "thr", *variants]
     lines = []
     by_key: dict[str, dict[str, dict]] = {}
     for row in results:
@@ -575,7 +660,7 @@ def _table(results: list[dict], memory: list[dict]) -> str:
         first = next(iter(rows.values()))
         table.append(
             [first["op"], *map(str, first["shape"]), first["mask"], str(first["threads"])]
-            + [_cell(rows.get(v), v == FLOOR) for v in VARIANTS]
+            + [_cell(rows.get(v), v == FLOOR) for v in variants]
         )
     widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)] if table else []
     lines.append(
@@ -592,7 +677,7 @@ def _table(results: list[dict], memory: list[dict]) -> str:
             by_key.setdefault(row["key"], {})[row["variant"]] = row
         for key, rows in by_key.items():
             cells = []
-            for v in VARIANTS:
+            for v in (v for v in variants if v != GEMM_FLOOR):
                 r = rows.get(v)
                 if r is None or r["peak_mb"] is None:
                     cells.append(f"{v}: error")
@@ -607,6 +692,41 @@ def _table(results: list[dict], memory: list[dict]) -> str:
         lines.append("")
         lines.append("errors:")
         lines.extend(errors)
+    return "\n".join(lines)
+
+
+def _kernel_targets(results: list[dict], memory: list[dict]) -> str:
+    """Each of :data:`KERNEL_TARGETS` per op and thread count: the worst ratio to the native op,
+    the quartiles of that configuration's paired ratios (the noise), and the verdict; the peak
+    memory; the ratio to the Gemm floor (a goal)."""
+    lines = ["", "kernel targets (ratio to the native op; [quartiles of the paired runs]):"]
+    rows = [r for r in results if r["variant"] == "kernel" and r["ratio"] is not None]
+    for op in dict.fromkeys(r["op"] for r in rows):
+        for threads in sorted({r["threads"] for r in rows}):
+            for what, limit, chosen in KERNEL_TARGETS:
+                found = [r for r in rows if r["op"] == op and r["threads"] == threads and chosen(r)]
+                if not found:
+                    continue
+                worst = max(found, key=lambda r: r["ratio"])
+                low, high = worst.get("ratio_quartiles", [worst["ratio"]] * 2)
+                verdict = (
+                    "met" if worst["ratio"] <= limit else "within the noise" if low <= limit else "MISSED"
+                )
+                lines.append(
+                    f"  {op} {threads}t {what} <= {limit:.2f}x: worst {worst['ratio']:.3f}x "
+                    f"[{low:.3f}, {high:.3f}] ({worst['key']}) {verdict}"
+                )
+    for row in (r for r in memory if r["variant"] == "kernel" and r["ratio"] is not None):
+        verdict = "met" if row["ratio"] <= KERNEL_MEMORY_TARGET else "MISSED"
+        where = row["key"].rsplit(" ", 1)[0]
+        lines.append(f"  {where} peak memory <= {KERNEL_MEMORY_TARGET}x: {row['ratio']:.2f}x {verdict}")
+    floors = [r["ratio_to_gemm_floor"] for r in rows if r.get("ratio_to_gemm_floor")]
+    if floors:
+        worst = max((r for r in rows if r.get("ratio_to_gemm_floor")), key=lambda r: r["ratio_to_gemm_floor"])
+        lines.append(
+            f"  ratio to the Gemm floor (goal <= {KERNEL_GEMM_GOAL}x): {min(floors):.2f}x to "
+            f"{max(floors):.2f}x (worst: {worst['key']})"
+        )
     return "\n".join(lines)
 
 

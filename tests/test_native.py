@@ -270,7 +270,7 @@ def test_float64_runs_in_onnxruntime() -> None:
 def test_bench_quick(tmp_path) -> None:
     """``onnx-masked-rnn bench --quick`` runs every variant, checks each against the reference and
     writes the JSON it promises (structure only: no timing is asserted)."""
-    from onnx_masked_rnn.bench import VARIANTS
+    from onnx_masked_rnn.bench import GEMM_FLOOR, VARIANTS
     from onnx_masked_rnn.cli import main
 
     path = tmp_path / "bench.json"
@@ -279,9 +279,12 @@ def test_bench_quick(tmp_path) -> None:
     header = {"kind", "date_utc", "command", "machine", "versions"}
     assert header | {"config", "results", "memory"} <= set(report)
     assert report["kind"] == "bench" and report["machine"]["load_average_after"] is not None
-    for rows in (report["results"], report["memory"]):
+    for rows, variants in (
+        (report["results"], VARIANTS),
+        (report["memory"], [v for v in VARIANTS if v != GEMM_FLOOR]),  # a computed floor: no memory
+    ):
         keys = {row["key"] for row in rows}
-        assert keys and {(k, v) for k in keys for v in VARIANTS} == {(r["key"], r["variant"]) for r in rows}
+        assert keys and {(k, v) for k in keys for v in variants} == {(r["key"], r["variant"]) for r in rows}
         assert not [row for row in rows if row.get("error")]
     for row in report["results"]:
         assert (
@@ -291,6 +294,8 @@ def test_bench_quick(tmp_path) -> None:
             assert row["max_abs_diff"] < 1e-5, row
         if row["variant"] == "native op":
             assert row["ratio"] == 1.0
+        if row["variant"] == "kernel":
+            assert row["ratio_to_gemm_floor"] > 0 and len(row["ratio_quartiles"]) == 2
     assert all(row["peak_mb"] >= 0 for row in report["memory"])
     try:
         import matplotlib  # noqa: F401
