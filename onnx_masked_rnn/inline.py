@@ -37,7 +37,7 @@ Scan forms
 Scan state and types the body's inputs and outputs: the form the specification prints, which every
 runtime tried accepts (OpenVINO rejects outer-scope reads, OpenVINO and tract need typed body
 inputs). ``"capture"`` lets the body read the weights from the enclosing graph, which spares
-onnxruntime a copy of each weight per step (the README's speed section has the numbers). The
+onnxruntime a copy of each weight per step (docs/speed.md has the recorded numbers). The
 default is the portable form because the Scan body's job is to run everywhere: onnxruntime users
 deploy with ``inline(model, "native")``, which is faster than either form.
 """
@@ -64,6 +64,7 @@ from onnx_masked_rnn.functions import (
     check_form,
     check_opset,
 )
+from onnx_masked_rnn.native import build_native_function
 from onnx_masked_rnn.schemas import registered_schemas
 
 __all__ = ["DEFAULT_SCAN_FORM", "attach_functions", "inline"]
@@ -81,8 +82,6 @@ def _builder(strategy: str) -> Builder:
     if strategy == "scan":
         return build_scan_function
     if strategy == "native":
-        from onnx_masked_rnn.native import build_native_function
-
         return build_native_function
     raise ValueError(f"strategy must be 'scan' or 'native', got {strategy!r}")
 
