@@ -53,7 +53,17 @@ from typing import Any
 from onnx_masked_rnn import record
 from onnx_masked_rnn.extras import install_hint
 
-__all__ = ["Case", "add_arguments", "run", "session", "with_initializers", "workload"]
+__all__ = [
+    "FLOOR",
+    "GEMM_FLOOR",
+    "VARIANTS",
+    "Case",
+    "add_arguments",
+    "run",
+    "session",
+    "with_initializers",
+    "workload",
+]
 
 VARIANTS = (
     "native op",

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import onnx
+import onnxruntime as ort
 
 from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn._walk import graphs, walk_nodes
@@ -128,8 +129,6 @@ def session(
     :class:`~onnx_masked_rnn.kernel.library.KernelNotBuiltError` when the package was installed
     without the kernel.
     """
-    import onnxruntime as ort
-
     options = ort.SessionOptions() if sess_options is None else sess_options
     register(options)
     if isinstance(model, onnx.ModelProto):

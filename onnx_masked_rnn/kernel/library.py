@@ -2,15 +2,15 @@
 
 The build (``pip install .``, CMake) installs the shared library beside this module, in the
 package directory ``onnx_masked_rnn/kernel/``; an editable install leaves the Python files in the
-checkout and the library in the build's install tree, which the package's ``__path__`` or
-``importlib.resources`` then names. ``ONNX_MASKED_RNN_KERNEL_LIBRARY=/path/to/library`` takes
+checkout and the library in the build's install tree, which the package's search path
+(``__path__``) then names. ``ONNX_MASKED_RNN_KERNEL_LIBRARY=/path/to/library`` takes
 precedence over both (a library built elsewhere). An install made with the no-kernel environment
 variable has no library: :func:`library_path` then raises :class:`KernelNotBuiltError` saying so.
 """
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -51,15 +51,10 @@ class KernelNotBuiltError(RuntimeError):
 
 
 def _candidates() -> list[Path]:
-    """Where the library may be, in the order searched."""
-    import onnx_masked_rnn.kernel as package
-
-    places = [Path(__file__).parent]
-    places += [Path(p) for p in getattr(package, "__path__", [])]
-    try:
-        places.append(Path(str(importlib.resources.files(package.__name__))))
-    except (TypeError, ModuleNotFoundError):  # a loader without resources
-        pass
+    """Where the library may be, in the order searched: beside this module, then each directory
+    of the package's search path (an editable install adds its install tree there)."""
+    spec = importlib.util.find_spec(__package__)
+    places = [Path(__file__).parent, *(Path(p) for p in (spec.submodule_search_locations or []))]
     return [place / LIBRARY_NAME for place in dict.fromkeys(places)]
 
 
