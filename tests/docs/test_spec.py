@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
+import toolkit
+from toolkit import ROOT
 
 from onnx_masked_rnn import register_schemas
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPECS
 from onnx_masked_rnn.conformance.expect import Case, expect, recording
 
-ROOT = Path(__file__).resolve().parents[2]
 _loader = importlib.util.spec_from_file_location("generate_docs", ROOT / "scripts" / "generate_docs.py")
 generate_docs = importlib.util.module_from_spec(_loader)
 _loader.loader.exec_module(generate_docs)
@@ -113,7 +113,7 @@ def test_example_outputs_match_onnxruntime(op_type: str, name: str, code: str, s
     case = _run_example(name, code)
     model = case.model
     runnable = attach_functions(model) if strategy == "attach_functions" else inline(model, strategy=strategy)
-    session = onnxruntime.InferenceSession(runnable.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = toolkit.session(runnable)
     feeds = {vi.name: a for vi, a in zip(model.graph.input, case.inputs)}
     try:
         got = session.run([vi.name for vi in model.graph.output], feeds)
@@ -140,7 +140,6 @@ def test_printed_function_body_has_the_operators_signature(op_type: str) -> None
 def test_printed_function_body_computes_the_reference(op_type: str) -> None:
     """The body as printed in the spec, parsed back from the text, runs in onnxruntime and gives
     the reference's outputs for its configuration: what a reader reads is what the op computes."""
-    import onnxruntime
 
     from onnx_masked_rnn.reference import FUNCTIONS
     from onnx_masked_rnn.testing import make_model, random_inputs
@@ -157,8 +156,7 @@ def test_printed_function_body_computes_the_reference(op_type: str) -> None:
         attrs, T, N, 4, 3, rng=rng, present=sorted(present - {"sequence_lens"}), sequence_lens=lens
     )
     model = make_model(attrs, inputs, opset=generate_docs.FUNCTION_OPSET, functions=[function])
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    got = session.run(None, inputs)
+    got = toolkit.run(model, inputs)
     expected = FUNCTIONS[op_type](**inputs, **attrs.to_onnx())
     for name, actual, want in zip(OP_SPECS[op_type].outputs, got, expected):
         np.testing.assert_allclose(actual, want, rtol=1e-5, atol=1e-6, err_msg=name)

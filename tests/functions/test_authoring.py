@@ -4,19 +4,18 @@ model calling two differently configured ops through an ``Opset`` object runs af
 
 from __future__ import annotations
 
-import pathlib
 import runpy
 
 import numpy as np
-import onnxruntime as ort
 from onnxscript import FLOAT, INT32, script
 from onnxscript import opset18 as op
 from onnxscript.values import Opset
+from toolkit import ROOT, run
 
 import onnx_masked_rnn
 from onnx_masked_rnn.reference import masked_gru
 
-EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "author_with_onnxscript.py"
+EXAMPLE = ROOT / "examples" / "author_with_onnxscript.py"
 masked = Opset(onnx_masked_rnn.DOMAIN, onnx_masked_rnn.OPSET_VERSION)
 H = 4
 
@@ -41,9 +40,7 @@ def test_two_configurations_authored_in_onnxscript():
         "R": rng.standard_normal((1, 12, 4), np.float32) * 0.5,
         "lens": np.array([5, 2], np.int32),
     }
-    (actual,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, feeds
-    )
+    (actual,) = run(model, feeds)
     first, _ = masked_gru(
         feeds["X"], feeds["W"], feeds["R"], sequence_lens=feeds["lens"], masked_output="zero"
     )

@@ -1,18 +1,17 @@
 """Keras parity through the function bodies: Keras 3 layers (torch backend) with masks, converted
-by ``onnx_masked_rnn.keras``, run in onnxruntime after ``attach_functions`` and after ``inline``.
+by ``onnx_masked_rnn.keras``, run in onnxruntime on every path of ``toolkit.PATHS``.
 
-Tolerance: rtol 1e-4, atol 1e-5 (float32; Keras and onnxruntime differ in summation order).
+Tolerance: ``toolkit.TOLERANCE`` (float32; Keras and onnxruntime differ in summation order).
 """
 
 from __future__ import annotations
 
 import keras
 import numpy as np
-import onnxruntime as ort
 import pytest
 from oracles import assert_close
+from toolkit import PATHS, TOLERANCE, run
 
-from onnx_masked_rnn import attach_functions, inline
 from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.functions import MIN_OPSET
 from onnx_masked_rnn.keras import convert_layer, initial_state_to_onnx, outputs_to_keras
@@ -77,11 +76,6 @@ def test_keras_parity_through_the_bodies(case):
     inputs = {"X": x, **weights, **(initial_state_to_onnx(op_type, states) if states else {}), "mask": mask}
     attrs = parse_attributes(op_type, **attributes, layout=1)
     model = make_model(attrs, inputs, MIN_OPSET)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    for name, prepared in (("attach_functions", attach_functions(model)), ("inline scan", inline(model))):
-        session = ort.InferenceSession(
-            prepared.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-        outputs = outputs_to_keras(session.run(None, inputs), attributes["direction"])
-        assert_close(f"Keras torch vs onnxruntime, {name}", outputs, keras_outputs, rtol=1e-4, atol=1e-5)
+    for name, prepare in PATHS.items():
+        outputs = outputs_to_keras(run(prepare(model), inputs), attributes["direction"])
+        assert_close(f"Keras torch vs onnxruntime, {name}", outputs, keras_outputs, **TOLERANCE)

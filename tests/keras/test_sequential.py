@@ -10,9 +10,9 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import onnxruntime as ort
 import pytest
 from oracles import assert_close
+from toolkit import session
 
 from onnx_masked_rnn.keras import ExportWarning, export
 
@@ -35,8 +35,8 @@ def _padded(rng: np.random.Generator, batch: int, time: int, vocabulary: int = 5
 
 
 def _run(path: Path, ids: np.ndarray) -> list[np.ndarray]:
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return session.run(None, {session.get_inputs()[0].name: ids})
+    runner = session(path)
+    return runner.run(None, {runner.get_inputs()[0].name: ids})
 
 
 def test_masking_guide_sequential_exports_dynamic_batch_and_time(tmp_path: Path) -> None:

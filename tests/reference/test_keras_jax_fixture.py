@@ -13,12 +13,12 @@ reproduces it with three ops on top of ``"carry"``, per direction::
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from oracles import REFERENCE, assert_close
+from toolkit import TESTS
 
 from onnx_masked_rnn.keras import (
     OP_TYPES,
@@ -29,7 +29,7 @@ from onnx_masked_rnn.keras import (
     outputs_to_keras,
 )
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "keras_jax_state.npz"
+FIXTURE = TESTS / "fixtures" / "keras_jax_state.npz"
 ORACLE = "Keras JAX fixture float32"
 
 

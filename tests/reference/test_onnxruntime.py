@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from oracles import REFERENCE, assert_close, batch_major_inputs, time_major_outputs
+from toolkit import run
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, attach_functions, inline
 from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, OP_SPECS, parse_attributes
@@ -129,14 +129,6 @@ def one_node_model(
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
-def run_model(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list:
-    """``model`` in onnxruntime (CPU, one thread) on ``inputs``."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
-
-
 def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]) -> list:
     """onnxruntime's native op for ``op_type`` (layout 0) on ``inputs`` (ONNX names; no mask)."""
     if ONNXRUNTIME_OTHER_DEFAULTS & set(attributes.get("activations", ())):
@@ -144,7 +136,7 @@ def run_onnxruntime(op_type: str, attributes: dict[str, Any], inputs: dict[str, 
         attributes = {**attributes} | {
             k: explicit[k] for k in ("activation_alpha", "activation_beta") if k in explicit
         }
-    return run_model(one_node_model(op_type, attributes, inputs), inputs)
+    return run(one_node_model(op_type, attributes, inputs), inputs)
 
 
 def run_reference_both_layouts(op_type: str, attributes: dict[str, Any], inputs: dict[str, np.ndarray]):
@@ -260,7 +252,7 @@ def test_superset_of_the_onnx_op(op_type: str) -> None:
         ):
             assert_close(
                 f"onnxruntime float32 (superset, {path})",
-                run_model(built, inputs),
+                run(built, inputs),
                 expected,
                 rtol=1e-5,
                 atol=1e-5,
