@@ -1,5 +1,7 @@
 #include "gemm.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -18,17 +20,30 @@ constexpr ONNXTensorElementDataType kElementType =
 // runtime has no such kernel.
 template <class C>
 OrtOp* CreateGemm(const OrtKernelInfo* info, int inputs) {
-  OrtOpAttr* trans_b = nullptr;
-  const int64_t one = 1;
-  Check(ORT_CALL(CreateOpAttr, "transB", &one, 1, ORT_OP_ATTR_INT, &trans_b));
-  const char* type_names[] = {"T"};
-  ONNXTensorElementDataType type_values[] = {kElementType<C>};
-  const OrtOpAttr* attrs[] = {trans_b};
+  // A kernel made by CreateOp sees only the attributes given here: every one Gemm reads.
+  const int64_t zero = 0, one = 1;
+  const float unit = 1.0f;
+  OrtOpAttr* attrs[4] = {nullptr, nullptr, nullptr, nullptr};
+  OrtStatus* status = ORT_CALL(CreateOpAttr, "transA", &zero, 1, ORT_OP_ATTR_INT, &attrs[0]);
+  if (status == nullptr)
+    status = ORT_CALL(CreateOpAttr, "transB", &one, 1, ORT_OP_ATTR_INT, &attrs[1]);
+  if (status == nullptr)
+    status = ORT_CALL(CreateOpAttr, "alpha", &unit, 1, ORT_OP_ATTR_FLOAT, &attrs[2]);
+  if (status == nullptr)
+    status = ORT_CALL(CreateOpAttr, "beta", &unit, 1, ORT_OP_ATTR_FLOAT, &attrs[3]);
   OrtOp* op = nullptr;
-  OrtStatus* status = ORT_CALL(CreateOp, info, "Gemm", "", 13, type_names, type_values, 1, attrs, 1,
-                               inputs, 1, &op);
-  ORT_CALL(ReleaseOpAttr, trans_b);
-  if (status != nullptr) {
+  if (status == nullptr) {
+    const char* type_names[] = {"T"};
+    ONNXTensorElementDataType type_values[] = {kElementType<C>};
+    status = ORT_CALL(CreateOp, info, "Gemm", "", 13, type_names, type_values, 1, attrs, 4, inputs,
+                      1, &op);
+  }
+  for (OrtOpAttr* attr : attrs) {
+    if (attr != nullptr) ORT_CALL(ReleaseOpAttr, attr);
+  }
+  if (status != nullptr) {  // no Gemm kernel for this type: the plain loop serves
+    if (std::getenv("OMR_DEBUG"))
+      std::fprintf(stderr, "CreateGemm: %s\n", ORT_CALL(GetErrorMessage, status));
     ORT_CALL(ReleaseStatus, status);
     return nullptr;
   }
