@@ -68,18 +68,20 @@ def versions(packages: Sequence[str] = ()) -> dict[str, str | None]:
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command that is running (``sys.argv``), as a shell would read it, with the program
-    named as a user types it (``onnx-masked-rnn``, ``python -m ...``, ``python scripts/x.py``)."""
-    argv = list(sys.argv if argv is None else argv)
-    program = os.path.basename(argv[0]) if argv else "python"
-    if program == "__main__.py":
-        program = "python -m onnx_masked_rnn"
-    elif program.endswith(".py"):
-        path = Path(argv[0]).resolve()
-        program = "python " + (
-            f"{path.parent.name}/{path.name}" if path.parent.name == "scripts" else program
-        )
-    return " ".join([program, *(shlex.quote(a) for a in argv[1:])])
+    """The command that is running (default: ``sys.orig_argv``), as a user types it: the program
+    by its name (``onnx-masked-rnn``), ``python -m module`` or ``python scripts/x.py``."""
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    if len(argv) > 2 and argv[1] == "-m":  # python -m module ...
+        words = ["python", "-m", *argv[2:]]
+    elif len(argv) > 1 and argv[1].endswith(".py"):  # python script.py ...
+        path = Path(argv[1])
+        shown = f"scripts/{path.name}" if path.resolve().parent.name == "scripts" else argv[1]
+        words = ["python", shown, *argv[2:]]
+    elif len(argv) > 1 and not argv[1].startswith("-"):  # python /path/to/console-script ...
+        words = [os.path.basename(argv[1]), *argv[2:]]
+    else:
+        words = ["python", *argv[1:]]
+    return " ".join(shlex.quote(a) for a in words)
 
 
 def start(kind: str, packages: Sequence[str] = (), command: str | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from onnx_masked_rnn import bench
+from onnx_masked_rnn import bench, record
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(100, 32, 64, 128), (1000, 1, 64, 256), (50, 256, 64, 128)]
@@ -38,14 +38,17 @@ BUILD = """
 import itertools, sys, onnx
 from onnx_masked_rnn import bench, testing
 from onnx_masked_rnn.inline import inline
+# Revisions before 0827b2e named the workload and the initializer helper with a leading underscore.
+workload = getattr(bench, "workload", None) or getattr(bench, "_workload")
+with_initializers = getattr(bench, "with_initializers", None) or getattr(bench, "_with_initializers")
 for shape, mask in itertools.product(SHAPES, MASKS):
-    attrs, inputs = bench.workload(bench.Case("LSTM", shape, mask, 1))
+    attrs, inputs = workload(bench.Case("LSTM", shape, mask, 1))
     model = testing.make_model(attrs, inputs, bench.OPSET)
     for strategy, form in FORMS:
         m = inline(model, strategy, scan_form=form)
         weights = [w for w in ("W", "R", "B") if any(i.name == w for i in m.graph.input)]
         stem = f"{'x'.join(map(str, shape))}_{mask}_{strategy}_{form}"
-        onnx.save(bench.with_initializers(m, inputs, weights), f"{sys.argv[1]}/{stem}.onnx")
+        onnx.save(with_initializers(m, inputs, weights), f"{sys.argv[1]}/{stem}.onnx")
 """
 
 
@@ -99,7 +102,14 @@ def main() -> None:
     parser.add_argument("--old", required=True, help="git revision of the old graphs")
     parser.add_argument("--new", default=None, help="git revision of the new graphs (default: working tree)")
     parser.add_argument("--repeat", type=int, default=30, help="timed runs of each model (default: 30)")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write a record (onnx_masked_rnn.record), e.g. docs/results/ab_graphs.json",
+    )
     args = parser.parse_args()
+    recorded = record.start("ab-graphs")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for tag, revision in (("old", args.old), ("new", args.new)):
@@ -129,8 +139,16 @@ def main() -> None:
                 ratios.append(new / old)
                 same = "equal" if equal else "differ"
                 print(f"{model:44s} {old:8.2f} {new:8.2f} {new / old:7.3f}x  {same}", flush=True)
+                rows.append(
+                    {"model": model, "old_ms": old, "new_ms": new, "ratio": new / old, "optimized": same}
+                )
         geomean = float(np.exp(np.mean(np.log(ratios))))
         print(f"new/old: geometric mean {geomean:.3f}x, {min(ratios):.3f}x to {max(ratios):.3f}x")
+    if args.json:
+        new = args.new or "the working tree"
+        fields = {"old": args.old, "new": new, "repeat": args.repeat, "geomean": geomean, "rows": rows}
+        record.write(record.finish(recorded, **fields), args.json)
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import onnx_masked_rnn.torch as omt
+from onnx_masked_rnn import record
 
 
 class Packed(torch.nn.Module):
@@ -65,7 +66,13 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write a record (onnx_masked_rnn.record), e.g. docs/results/torch_export.json",
+    )
     args = parser.parse_args()
+    recorded = record.start("torch-export", ["torch"])
     T, N, I, H = args.shape
 
     torch.manual_seed(0)
@@ -98,7 +105,7 @@ def main() -> None:
         exported = omt.export(masked, (x, mask), dynamic_shapes=dynamic, strategy=strategy)
         models[f"onnx_masked_rnn.torch.export, {strategy}"] = (exported, {"x": x, "mask": mask})
 
-    sessions = {}
+    sessions, errors = {}, {}
     with torch.no_grad():
         expected = [t.numpy() for t in masked(x, mask)]
     for name, (model, inputs) in models.items():
@@ -108,6 +115,7 @@ def main() -> None:
         worst = max(float(np.abs(a - e).max()) for a, e in zip(outputs, expected))
         print(f"{name:<45} max |difference| to eager MaskedLSTM: {worst:.2g}")
         sessions[name] = (session, feeds)
+        errors[name] = worst
 
     times: dict[str, list[float]] = {name: [] for name in sessions}
     for session, feeds in sessions.values():
@@ -123,10 +131,23 @@ def main() -> None:
         f"\nT={T} N={N} I={I} H={H}, right-padded, float32, {args.threads} thread(s), median of {args.rounds}"
     )
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}")
+    rows = []
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:<45} {median * 1e3:8.2f} ms  {median / baseline:5.2f}x")
-    _bench_training(lstm, masked.lstm, x, lengths, mask, args.threads, max(args.rounds // 3, 3))
+        rows.append(
+            {
+                "model": name,
+                "median_ms": median * 1e3,
+                "ratio": median / baseline,
+                "max_abs_diff": errors[name],
+            }
+        )
+    training = _bench_training(lstm, masked.lstm, x, lengths, mask, args.threads, max(args.rounds // 3, 3))
+    if args.json:
+        fields = {"shape": args.shape, "threads": args.threads, "rounds": args.rounds}
+        record.write(record.finish(recorded, **fields, rows=rows, training=training), args.json)
+        print(f"wrote {args.json}")
 
 
 def _bench_training(
@@ -137,8 +158,8 @@ def _bench_training(
     mask: torch.Tensor,
     threads: int,
     rounds: int,
-) -> None:
-    """One forward + backward in eager PyTorch, interleaved, median of ``rounds``."""
+) -> list[dict]:
+    """One forward + backward in eager PyTorch, interleaved, median of ``rounds``: a row per model."""
     torch.set_num_threads(threads)
     lstm.train()
     masked.train()
@@ -162,9 +183,12 @@ def _bench_training(
             times[name].append(time.perf_counter() - start)
     baseline = statistics.median(times[next(iter(times))])
     print(f"\neager training step (forward + backward), {threads} thread(s), median of {rounds}")
+    rows = []
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:<45} {median * 1e3:8.2f} ms  {median / baseline:5.2f}x")
+        rows.append({"model": name, "median_ms": median * 1e3, "ratio": median / baseline})
+    return rows
 
 
 if __name__ == "__main__":

@@ -446,6 +446,24 @@ def render_runtimes_summary(path: Path) -> str:
     )
 
 
+def render_conformance_times(path: Path) -> str:
+    """The recorded run's summed case seconds per backend and variant, and its wall time."""
+    data = load("conformance.json")
+    variants = list(VARIANT_NAMES)
+    lines = [
+        "| runtime | " + " | ".join(VARIANT_NAMES[v] for v in variants) + " | total |",
+        "|---|" + "---|" * (len(variants) + 1),
+    ]
+    for backend, seconds in data["seconds"].items():
+        cells = [f"{seconds[v]:.1f} s" if v in seconds else "-" for v in variants]
+        lines.append(
+            f"| {RUNTIME_NAMES.get(backend, backend)} | "
+            + " | ".join(cells)
+            + f" | {sum(seconds.values()):.1f} s |"
+        )
+    return "\n".join(lines) + f"\n\nWall time {data['wall_seconds']:.0f} s. " + provenance(data) + "\n"
+
+
 def render_known_limitations(path: Path) -> str:
     return limitations.markdown(known_limitations()) + "\n"
 
@@ -662,6 +680,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "runtimes": (render_runtimes, "conformance.json"),
     "runtimes-summary": (render_runtimes_summary, "conformance.json"),
     "known-limitations": (render_known_limitations, "conformance.json"),
+    "conformance-times": (render_conformance_times, "conformance.json"),
     "fuzz": (render_fuzz, "fuzz.json"),
     "upstream": (render_upstream, "upstream.json"),
     "pytest-times": (render_pytest_times, "pytest_times.json"),

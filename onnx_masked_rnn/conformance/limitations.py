@@ -4,14 +4,19 @@ shipped suite that does not pass, its outcome and the defects behind it (``defec
 The list is data, ``known_limitations.json`` beside this module, with the runtime versions it was
 measured with. ``python -m onnx_masked_rnn.conformance.limitations`` runs the suite on the checked
 backends and rewrites it, refusing when an outcome matches no defect (find the defect, write its
-repro in ``defects.py``, then rerun). Read the diff before committing it. With ``--markdown`` it
-prints the list as the tables of ``docs/runtimes.md``.
+repro in ``defects.py``, then rerun). Read the diff before committing it. With ``--record PATH``
+it also runs the suite on :data:`RECORDED` (the backends nothing fails on, not checked here) and
+writes a record of the run (``onnx_masked_rnn.record``: date, machine, versions; counts of those
+backends, time per backend and variant), ``docs/results/conformance.json``, from which
+``scripts/generate_docs.py`` writes the documents' tables (:func:`markdown` gives the defects').
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +26,7 @@ import numpy as np
 import onnx
 from onnx.backend.test.case.test_case import TestCase
 
+from onnx_masked_rnn import record
 from onnx_masked_rnn.conformance import DATA_DIR
 from onnx_masked_rnn.conformance.defects import DEFECTS
 from onnx_masked_rnn.conformance.outcomes import STATUSES, Outcome
@@ -53,6 +59,10 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "openvino": ("base", "expanded", "native"),
     "tract": ("base", "expanded", "native"),
 }
+
+RECORDED = ("reference", "onnx-reference")
+"""The backends ``--record`` also runs every case on, for their counts (they pass everything; the
+conformance tests check that)."""
 
 _PACKAGES = {
     "onnxruntime": "onnxruntime",
@@ -107,16 +117,22 @@ def plan(data_dir: Path = DATA_DIR) -> dict[str, list[Any]]:
     }
 
 
+def counts(results: dict[str, list[tuple[str, Outcome]]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{backend: {variant: {status: count}}}`` of a run."""
+    tallies: dict[str, dict[str, dict[str, int]]] = {}
+    for backend, outcomes in results.items():
+        tallies[backend] = {}
+        for name, outcome in outcomes:
+            tally = tallies[backend].setdefault(variant_of(name), dict.fromkeys(STATUSES, 0))
+            tally[outcome.status] += 1
+    return tallies
+
+
 def markdown(data: dict[str, Any] | None = None) -> str:
-    """The list as the Markdown tables of ``docs/runtimes.md``: counts per runtime and variant,
-    then each defect with its cases."""
+    """The defects as the Markdown tables of ``docs/runtimes.md``: each defect that cases show, with
+    their count per runtime, then those no case shows (the workaround avoids them)."""
     data = data or load()
-    statuses = ", ".join(STATUSES)
-    lines = [f"| runtime | variant | {' | '.join(STATUSES)} |", "|---|---|" + "---|" * len(STATUSES)]
-    for backend, variants in data["counts"].items():
-        for variant, tally in variants.items():
-            lines.append(f"| {backend} | {variant} | " + " | ".join(str(tally[s]) for s in STATUSES) + " |")
-    lines += ["", f"({statuses}: see ``outcomes``; versions: {data['versions']})", ""]
+    lines: list[str] = []
     used = {
         key: {b: sum(key in e["defects"] for e in cases.values()) for b, cases in data["backends"].items()}
         for key in DEFECTS
@@ -126,7 +142,14 @@ def markdown(data: dict[str, Any] | None = None) -> str:
         if any(used[key].values()):
             shown = ", ".join(f"{b}: {n}" for b, n in used[key].items() if n)
             lines.append(f"| `{key}` | {defect.status} | {shown} | {defect.summary} |")
-    lines += ["", "| defect | outcome | what | why no case shows it |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "Defects no case shows (the portable graphs avoid them); their repros still show them, and the "
+        "tests check that too:",
+        "",
+        "| defect | outcome | what | why no case shows it |",
+        "|---|---|---|---|",
+    ]
     for key, defect in DEFECTS.items():
         if not any(used[key].values()):
             lines.append(f"| `{key}` | {defect.status} | {defect.summary} | {defect.workaround} |")
@@ -134,22 +157,35 @@ def markdown(data: dict[str, Any] | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (argv if argv is not None else sys.argv[1:]) == ["--markdown"]:
-        print(markdown())
-        return 0
+    parser = argparse.ArgumentParser(
+        prog="python -m onnx_masked_rnn.conformance.limitations",
+        description="Run the suite on the checked backends and rewrite known_limitations.json.",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help=f"also run {', '.join(RECORDED)} and write a record of the run (docs/results/conformance.json)",
+    )
+    args = parser.parse_args(argv)
+    recorded = record.start("conformance", ["openvino", "tract"])
+    checked = plan()
+    extra = {b: load_cases(DATA_DIR) for b in RECORDED} if args.record else {}
+    start = time.perf_counter()
+    run = run_plan({**checked, **extra}, progress=sys.stderr.isatty())
+    wall = time.perf_counter() - start
+    tallies = counts(run)
+    seconds = {
+        backend: {v: sum(o.seconds for n, o in results if variant_of(n) == v) for v in tallies[backend]}
+        for backend, results in run.items()
+    }
+    for backend, times in seconds.items():
+        print(f"{backend}: " + ", ".join(f"{v} {t:.1f} s" for v, t in times.items()))
 
     listing: dict[str, dict[str, dict[str, Any]]] = {}
-    counts: dict[str, dict[str, dict[str, int]]] = {}
     unexplained = []
-    for backend, results in run_plan(plan(), progress=sys.stderr.isatty()).items():
+    for backend in checked:
         listing[backend] = {}
-        counts[backend] = {}
-        for name, outcome in results:
-            tally = counts[backend].setdefault(variant_of(name), dict.fromkeys(STATUSES, 0))
-            tally[outcome.status] += 1
-        seconds = {v: sum(o.seconds for n, o in results if variant_of(n) == v) for v in counts[backend]}
-        print(f"{backend}: " + ", ".join(f"{v} {t:.1f} s" for v, t in seconds.items()))
-        for name, outcome in results:
+        for name, outcome in run[backend]:
             if outcome.status == "passed":
                 continue
             defects = explain(backend, name, outcome)
@@ -159,9 +195,20 @@ def main(argv: list[str] | None = None) -> int:
     if unexplained:
         print("no defect explains:\n" + "\n".join(unexplained), file=sys.stderr)
         return 1
-    data = {"versions": versions(), "checked": CHECKED, "counts": counts, "backends": listing}
+    checked_counts = {b: tallies[b] for b in checked}
+    data = {"versions": versions(), "checked": CHECKED, "counts": checked_counts, "backends": listing}
     PATH.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PATH}: " + ", ".join(f"{b} {len(v)} cases" for b, v in listing.items()))
+    if args.record:
+        record.finish(
+            recorded,
+            known_limitations="onnx_masked_rnn/conformance/known_limitations.json",
+            wall_seconds=wall,
+            seconds=seconds,
+            counts={b: tallies[b] for b in extra},
+        )
+        record.write(recorded, args.record)
+        print(f"wrote {args.record}")
     return 0
 
 
