@@ -159,7 +159,7 @@ run_pytest() {  # name, then pytest arguments; run outside the source tree so on
   (cd "$RESULTS" && PYTHONPATH="$SRC/tests/python:$REPO:$HERE/tests" ONNX_UPSTREAM_SRC="$SRC" \
     ONNX_UPSTREAM_KEPT_DOCS="$KEPT_DOCS" ALLOW_RELEASED_ONNX_OPSET_ONLY=0 \
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider --color=no --import-mode=importlib -W ignore::RuntimeWarning \
-    --junitxml="$RESULTS/$name.xml" "$@" 2>&1 | tail -5) || true
+    -rfE --junitxml="$RESULTS/$name.xml" "$@" 2>&1 | grep -E "^(FAILED|ERROR) | passed| failed| error" | cut -c1-300) || true
 }
 T="$SRC/tests/python"
 U="$HERE/tests"

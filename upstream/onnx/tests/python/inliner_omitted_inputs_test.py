@@ -33,7 +33,9 @@ class TestInlinerOmittedInputs:
                 for name, shape in shapes.items()
             ],
             [
-                helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+                helper.make_tensor_value_info(
+                    name, TensorProto.FLOAT, ("B", "H", "S", "D")
+                )
                 for name in node.output
             ],
         )
