@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
-from toolkit import same_output
+from toolkit import run, same_output
 
 from onnx_masked_rnn import DOMAIN, cli
 from onnx_masked_rnn._walk import walk_nodes
@@ -57,7 +56,7 @@ def test_inline_writes_a_standard_model_with_the_same_outputs(tmp_path, options,
         numpy_helper.to_array(onnx.load_tensor(data / f"output_{k}.pb"))
         for k in range(len(model.graph.output))
     ]
-    actual = ort.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"]).run(None, inputs)
+    actual = run(out, inputs)
     for a, e in zip(actual, expected):
         assert a.shape == e.shape
         assert abs(a - e).max() <= 1e-5
@@ -182,6 +181,7 @@ FAILURES = {
 }
 
 
+@pytest.mark.usefixtures("shared_suite_build")
 @pytest.mark.parametrize("kind", list(FAILURES))
 def test_a_failure_is_one_line_naming_the_file_or_argument(kind, tmp_path, monkeypatch, capsys):
     argv, files, patch, status, message = FAILURES[kind]
@@ -251,6 +251,7 @@ def _mount_tmpfs(path: Path, size: str) -> bool:
     return done.returncode == 0
 
 
+@pytest.mark.usefixtures("shared_suite_build")
 def test_a_real_full_disk_leaves_no_partial_output(tmp_path, capsys):
     """On a 300 kB tmpfs, ``generate-tests`` fails after some cases and ``inline`` onto the filled
     disk fails: every file left is whole (a case folder complete, or absent), no temporary file stays."""
@@ -287,6 +288,7 @@ def test_a_real_full_disk_leaves_no_partial_output(tmp_path, capsys):
         subprocess.run(["umount", str(disk)], check=True)
 
 
+@pytest.mark.usefixtures("shared_suite_build")
 def test_generate_tests_replaces_only_its_own_folders(tmp_path):
     """A second run replaces the folders the first wrote and removes those it no longer writes;
     a folder and a file of the user's in ``node/`` are left alone."""

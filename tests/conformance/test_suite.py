@@ -37,12 +37,13 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_shipped_data_is_current(tmp_path: Path, capsys) -> None:
+def test_shipped_data_is_current(regenerated_suite: tuple[Path, int, str]) -> None:
     """Regenerating with ``onnx-masked-rnn generate-tests`` gives the shipped suite: models,
     inputs and data.json byte for byte, outputs within ``toolkit.OUTPUT_ULPS`` ulps (see there)."""
-    assert cli.main(["generate-tests", str(tmp_path)]) == 0
-    assert f"wrote {len(BASE_CASES) * len(VARIANTS)} test cases" in capsys.readouterr().out
-    fresh, shipped = _tree(tmp_path), _tree(DATA_DIR)
+    folder, status, out = regenerated_suite
+    assert status == 0
+    assert f"wrote {len(BASE_CASES) * len(VARIANTS)} test cases" in out
+    fresh, shipped = _tree(folder), _tree(DATA_DIR)
     assert sorted(fresh) == sorted(shipped), "case files differ: run `onnx-masked-rnn generate-tests`"
     stale = [
         name
