@@ -30,15 +30,14 @@ def test_the_docstring_names_every_subcommand():
 
 
 @pytest.mark.parametrize("command", ["", *subcommands()])
-def test_help_is_plain_text(command):
-    argv = [command, "--help"] if command else ["--help"]
-    done = subprocess.run(
-        [sys.executable, "-m", "onnx_masked_rnn", *argv], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert "usage: onnx-masked-rnn" in done.stdout
-    assert not MARKUP.findall(done.stdout), done.stdout
-    assert len(done.stdout.split("\n\n")) >= 2  # a description or the options, beyond the usage
+def test_help_is_plain_text(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"] if command else ["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "usage: onnx-masked-rnn" in text
+    assert not MARKUP.findall(text), text
+    assert len(text.split("\n\n")) >= 2  # a description or the options, beyond the usage
 
 
 def test_conformance_ends_with_the_line_its_help_promises(capsys):
@@ -48,7 +47,8 @@ def test_conformance_ends_with_the_line_its_help_promises(capsys):
     (promise,) = re.findall(r"ends with '([^']*)'", text)
     pattern = re.escape(promise).replace("N", r"\d+")
     done = subprocess.run(
-        [sys.executable, "-m", "onnx_masked_rnn", "conformance", "--filter", "test_masked_rnn_defaults$"],
+        [sys.executable, "-m", "onnx_masked_rnn", "conformance", "--backend", "reference"]
+        + ["--filter", "test_masked_rnn_defaults$"],
         capture_output=True,
         text=True,
         check=False,
