@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "activations.h"
 #include "status.h"
 
 namespace omr {
@@ -118,135 +119,6 @@ std::vector<C> ToCompute(const Input& in, ONNXTensorElementDataType type) {
                                                            : BFloat16ToFloat(raw[i]);
   }
   return out;
-}
-
-// ---- the cells ----
-
-template <class C>
-inline C Clip(C x, C bound) {
-  return x < -bound ? -bound : (x > bound ? bound : x);  // NaN passes through
-}
-
-// exp(x) in double for |x| <= 700, branch-free so that loops over it vectorize: x = n ln2 + r,
-// |r| <= ln2/2, exp(r) by its Taylor series to r^12 (relative error below 2e-16), 2^n built in
-// the exponent bits. NaN stays NaN (the caller clamps infinities to +-700).
-inline double ExpBounded(double x) {
-  const double shifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const double t = x * 1.4426950408889634 + shifter;
-  const double n = t - shifter;
-  const double r = (x - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  int64_t bits;
-  std::memcpy(&bits, &t, 8);
-  bits = (bits + 1023) << 52;  // the low bits of t hold n
-  double scale;
-  std::memcpy(&scale, &bits, 8);
-  return p * scale;
-}
-
-inline double Bound700(double x) { return x > 700.0 ? 700.0 : (x < -700.0 ? -700.0 : x); }
-
-// float32 Sigmoid and Tanh through double: the float result is the correctly rounded value of
-// the double one (within one float ulp of the exact function), at vector speed.
-inline float SigmoidF(float v) {
-  return static_cast<float>(1.0 / (1.0 + ExpBounded(Bound700(-static_cast<double>(v)))));
-}
-
-inline float TanhF(float v) {
-  const double x = v;
-  const double e = ExpBounded(Bound700(2.0 * x));
-  const double big = (e - 1.0) / (e + 1.0);
-  const double small = x - x * x * x * (1.0 / 3.0);  // |x| < 1e-4: (e - 1) loses digits
-  return static_cast<float>(x * x < 1e-8 ? small : big);
-}
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define OMR_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define OMR_VECTOR_CLONES
-#endif
-
-OMR_VECTOR_CLONES void SigmoidInPlace(float* __restrict v, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) v[j] = SigmoidF(v[j]);
-}
-
-OMR_VECTOR_CLONES void TanhInPlace(float* __restrict v, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) v[j] = TanhF(v[j]);
-}
-
-OMR_VECTOR_CLONES void ScaledTanhInPlace(float* __restrict v, int64_t n, float alpha, float beta) {
-  for (int64_t j = 0; j < n; ++j) v[j] = alpha * TanhF(beta * v[j]);
-}
-
-inline void SigmoidInPlace(double* v, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) v[j] = 1.0 / (1.0 + std::exp(-v[j]));
-}
-
-inline void TanhInPlace(double* v, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) v[j] = std::tanh(v[j]);
-}
-
-inline void ScaledTanhInPlace(double* v, int64_t n, double alpha, double beta) {
-  for (int64_t j = 0; j < n; ++j) v[j] = alpha * std::tanh(beta * v[j]);
-}
-
-template <class C>
-void Apply(const Activation& act, C* v, int64_t n) {
-  const C alpha = static_cast<C>(act.alpha);
-  const C beta = static_cast<C>(act.beta);
-  switch (act.kind) {
-    case ActivationKind::kRelu:
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] < 0 ? C(0) : v[j];
-      break;
-    case ActivationKind::kTanh:
-      TanhInPlace(v, n);
-      break;
-    case ActivationKind::kSigmoid:
-      SigmoidInPlace(v, n);
-      break;
-    case ActivationKind::kAffine:
-      for (int64_t j = 0; j < n; ++j) v[j] = alpha * v[j] + beta;
-      break;
-    case ActivationKind::kLeakyRelu:
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] >= 0 ? v[j] : alpha * v[j];
-      break;
-    case ActivationKind::kThresholdedRelu:
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] > alpha ? v[j] : C(0);
-      break;
-    case ActivationKind::kScaledTanh:
-      ScaledTanhInPlace(v, n, alpha, beta);
-      break;
-    case ActivationKind::kHardSigmoid:
-      for (int64_t j = 0; j < n; ++j) {
-        C y = alpha * v[j] + beta;
-        v[j] = y < 0 ? C(0) : (y > 1 ? C(1) : y);
-      }
-      break;
-    case ActivationKind::kElu:
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] >= 0 ? v[j] : alpha * (std::exp(v[j]) - C(1));
-      break;
-    case ActivationKind::kSoftsign:
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] / (C(1) + std::fabs(v[j]));
-      break;
-    case ActivationKind::kSoftplus:
-      for (int64_t j = 0; j < n; ++j) {
-        C x = v[j];
-        v[j] = (x < 0 ? C(0) : x) + std::log(C(1) + std::exp(-std::fabs(x)));
-      }
-      break;
-  }
 }
 
 // One call's tensors in the compute type C, every optional one nullptr when absent.

@@ -123,6 +123,13 @@ extern "C" __attribute__((visibility("default"))) OrtStatus* RegisterCustomOps(
   static std::once_flag loaded;
   std::call_once(loaded, [api] { LoadOrtApiTable(api, MutableOrtApiTable()); });
   return Guard([&] {
+    // A round trip through three entries: a table read at wrong positions shows here, at once.
+    const char* probe = "onnx_masked_rnn kernel: OrtApi self-check";
+    OrtStatus* status = ORT_CALL(CreateStatus, ORT_INVALID_ARGUMENT, probe);
+    const bool same = status != nullptr && std::string(ORT_CALL(GetErrorMessage, status)) == probe;
+    if (status != nullptr) ORT_CALL(ReleaseStatus, status);
+    if (!same)
+      throw KernelError(ORT_FAIL, "onnx_masked_rnn kernel: the OrtApi table does not match");
     OrtCustomOpDomain* domain = nullptr;
     Check(ORT_CALL(CreateCustomOpDomain, OMR_DOMAIN, &domain));
     // The domain is never released: the sessions made from `options` refer to it.
