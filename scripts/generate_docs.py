@@ -472,6 +472,10 @@ def render_known_limitations(path: Path) -> str:
 # The deployment forms
 
 
+KERNEL_BACKEND = "onnxruntime-kernel"
+"""The conformance backend of the package's onnxruntime kernel."""
+
+
 def render_deployment_forms(path: Path) -> str:
     """Each form: how to get it, what runs it (conformance), how fast in onnxruntime (bench)."""
     counts = conformance_counts()
@@ -480,43 +484,62 @@ def render_deployment_forms(path: Path) -> str:
     except MissingRecord:
         data = {"results": []}
 
-    def runs(variant: str | None) -> str:
+    def runs(variant: str | None, backends: list[str]) -> str:
         if variant is None:
             return "not in the conformance suite"
         passing = []
-        for backend, tallies in counts.items():
-            tally = tallies.get(variant)
+        for backend in backends:
+            tally = counts.get(backend, {}).get(variant)
             if tally and tally["passed"]:
                 total = sum(tally.values())
                 passing.append(f"{RUNTIME_NAMES.get(backend, backend)} {tally['passed']}/{total}")
         return ", ".join(passing) or "none"
 
+    # The runtimes a user deploys to (not the references), the kernel's backend apart.
+    runtimes = [b for b in counts if b not in limitations.RECORDED and b != KERNEL_BACKEND]
     forms = [
         (
             "masked node with its local functions",
             '`attach_functions(model)`, `export(..., strategy="function")`',
+            runtimes,
             "base",
             None,
         ),
-        ("the kernel (onnxruntime custom op)", "`onnx_masked_rnn.kernel`", "kernel", "kernel"),
+        (
+            "the kernel (onnxruntime custom op)",
+            "`onnx_masked_rnn.kernel`",
+            [KERNEL_BACKEND],
+            "base",
+            "kernel",
+        ),
         (
             "Scan expansion, portable (the spec's body)",
             '`inline(model, "scan")`, `strategy="scan"`',
+            runtimes,
             "expanded",
             "portable scan",
         ),
-        ("Scan expansion, capture", '`inline(model, "scan", scan_form="capture")`', None, "scan expansion"),
-        ("native expansion", '`inline(model, "native")`, `strategy="native"`', "native", "native expansion"),
+        (
+            "Scan expansion, capture",
+            '`inline(model, "scan", scan_form="capture")`',
+            runtimes,
+            None,
+            "scan expansion",
+        ),
+        (
+            "native expansion",
+            '`inline(model, "native")`, `strategy="native"`',
+            runtimes,
+            "native",
+            "native expansion",
+        ),
     ]
     lines = [
         "| form | how | passes (conformance cases, per runtime) | onnxruntime time / native LSTM |",
         "|---|---|---|---|",
     ]
-    for name, how, variant, timed in forms:
-        if variant == "kernel" and not any(variant in t for t in counts.values()):
-            passes = "not recorded"
-        else:
-            passes = runs(variant)
+    for name, how, backends, variant, timed in forms:
+        passes = runs(variant, backends) if any(b in counts for b in backends) else "not recorded"
         speed = variant_span(data, "LSTM", timed) if timed else "not timed by the bench"
         lines.append(f"| {name} | {how} | {passes} | {speed} |")
     note = (
