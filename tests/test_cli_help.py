@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from onnx_masked_rnn import cli
+from onnx_masked_rnn.conformance.backends import BUILTIN
 
 # reStructuredText that argparse would print as it is: ``literal``, :role:`target`, **strong**.
 MARKUP = re.compile(r"``|:[a-z]+:`|\*\*")
@@ -38,6 +39,13 @@ def test_help_is_plain_text(command, capsys):
     assert "usage: onnx-masked-rnn" in text
     assert not MARKUP.findall(text), text
     assert len(text.split("\n\n")) >= 2  # a description or the options, beyond the usage
+
+
+def test_conformance_help_names_every_builtin_backend(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["conformance", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert [name for name in BUILTIN if not re.search(rf"(^|[ ,(]){re.escape(name)}[ ,)]", text)] == []
 
 
 def test_conformance_ends_with_the_line_its_help_promises(capsys):

@@ -47,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         action="append",
         metavar="NAME",
-        help="onnxruntime, onnxruntime-noopt (graph optimizations disabled), openvino, tract, reference, "
-        "onnx-reference, all (every one of these whose package is installed), or module:Class, "
+        help="onnxruntime, onnxruntime-noopt (graph optimizations disabled), onnxruntime-kernel (the "
+        "masked nodes on this package's kernel), openvino, tract, reference, onnx-reference, all "
+        "(every one of these whose package or library is installed), or module:Class, "
         "any object with onnx's Backend interface (prepare(model, device).run(inputs), "
         "supports_device), e.g. onnxruntime.backend.backend:OnnxRuntimeBackend, or a module that has "
         "them (onnxruntime.backend); repeatable (default: onnxruntime, reference and onnx-reference, "
