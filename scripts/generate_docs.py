@@ -575,6 +575,9 @@ def render_fuzz(path: Path) -> str:
         ]
         lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n\n"
+    reasons = [(p, r, n) for p, by in data.get("unsupported", {}).items() for r, n in by.items()]
+    if reasons:
+        text += "Unsupported: " + "; ".join(f"`{p}`: {n} x {r}" for p, r, n in reasons) + ".\n\n"
     text += f"{data['cases']} cases of seed {data['seed']}. " + provenance(data) + "\n"
     if data["failures"]:
         text += "\nFailures (replay one: `onnx-masked-rnn fuzz --seed SEED --case INDEX`):\n\n"
