@@ -208,11 +208,12 @@ def stale(written: Path, committed: Path) -> list[str]:
     )
 
 
-def check_bases(sdist: Path, version: str, series: list[Series], patches: Path, work: Path) -> None:
-    """Applies each series with ``git am`` on the sdist with only the series it requires."""
+def check_bases(repo: Path, series: list[Series], patches: Path) -> None:
+    """Applies each series with ``git am`` on the sdist (``repo``'s tag ``base``) with only the
+    series it requires."""
     for s in series:
-        repo = work / f"base-{s.name}"
-        unpack(sdist, repo, version)
+        git(repo, "checkout", "-q", "--detach", "base")
+        git(repo, "clean", "-q", "-fdx")
         for name in [*s.requires, s.name]:
             files = sorted(str(p) for p in (patches / name).glob("*.patch"))
             try:
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            check_bases(sdist, version, series, PATCHES, work)
+            check_bases(work / "onnx", series, PATCHES)
             print(f"upstream/patches is up to date; each of the {len(series)} series applies on its base")
             return 0
     except SeriesError as error:

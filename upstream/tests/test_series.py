@@ -71,3 +71,13 @@ def test_a_file_no_commit_adds_is_an_error(upstream: Path) -> None:
     result = check(upstream)
     assert result.returncode == 1
     assert "no commit adds" in result.stderr and "stray.cc" in result.stderr
+
+
+def test_a_series_that_needs_more_than_it_requires_does_not_apply(upstream: Path) -> None:
+    manifest = upstream / "series.toml"
+    text = manifest.read_text()
+    assert '  "4-masked-lstm",\n]' in text
+    manifest.write_text(text.replace('  "4-masked-lstm",\n]', "]"))
+    result = check(upstream)
+    assert result.returncode == 1
+    assert "series 5-masked-gru-rnn does not apply" in result.stderr
