@@ -127,15 +127,19 @@ rm -rf "$CACHE/wheel" && mkdir -p "$CACHE/wheel"
   ccache --show-stats | grep -E "Hits|Misses" | head -3 || true
 )
 
-step "fresh test venv"
+step "test venv (made anew when its requirements change) + the patched onnx"
 VENV="$CACHE/test-venv"
-rm -rf "$VENV"
-"$PYTHON" -m venv "$VENV"
-PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
 # The package's own dependencies at the versions this repository is tested with, then the patched
 # onnx over whatever onnx they pulled in.
-"${PIP[@]}" numpy==2.4.6 onnxruntime==1.32.0 onnxscript==0.7.2 onnx_ir==1.1.0 ml_dtypes \
-  pytest parameterized pillow
+REQUIREMENTS="numpy==2.4.6 onnxruntime==1.32.0 onnxscript==0.7.2 onnx_ir==1.1.0 ml_dtypes pytest parameterized pillow"
+PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
+if [[ "$(cat "$VENV/requirements.txt" 2>/dev/null)" != "$REQUIREMENTS" ]]; then
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+  # shellcheck disable=SC2086
+  "${PIP[@]}" $REQUIREMENTS
+  echo "$REQUIREMENTS" >"$VENV/requirements.txt"
+fi
 "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/wheel/onnx-*.whl
 "$VENV/bin/python" -c "import onnx, onnx.defs; print('onnx', onnx.__version__, onnx.__file__); \
   [onnx.defs.get_schema(op, 1, 'ai.onnx.preview') for op in ('MaskedLSTM', 'MaskedGRU', 'MaskedRNN')]"
