@@ -1,11 +1,12 @@
 """OpSchemas for MaskedLSTM, MaskedGRU and MaskedRNN, with type and shape inference.
 
 Each schema is built from its ONNX counterpart's opset-22 schema (LSTM, GRU, RNN) as the installed
-onnx defines it: the same inputs, outputs, type constraints, attributes and defaults, their
-descriptions amended where masking changes their meaning, plus the optional ``mask`` input and the
-``masked_output`` attribute. The shape rules are :func:`onnx_masked_rnn.attributes.infer_shapes`,
-the attribute rules :func:`onnx_masked_rnn.attributes.parse_attributes`, so the schemas, the
-reference and the function bodies cannot disagree.
+onnx defines it: the same inputs, outputs, type constraints, attributes, defaults and
+descriptions, plus the optional ``mask`` input and the ``masked_output`` attribute; the doc string
+and those two descriptions are :mod:`onnx_masked_rnn.schema_doc`'s (the operators' one normative
+text). The shape rules are :func:`onnx_masked_rnn.attributes.infer_shapes`, the attribute rules
+:func:`onnx_masked_rnn.attributes.parse_attributes`, so the schemas, the reference and the
+function bodies cannot disagree.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def build_schema(op_type: str) -> OpSchema:
         return formal(
             p.name,
             p.type_str,
-            (p.description.rstrip() + extra.get(p.name, "")).strip(),
+            p.description,  # as the counterpart has it: what masking changes is in the doc string
             param_option=p.option,
             is_homogeneous=p.is_homogeneous,
             min_arity=p.min_arity,
@@ -81,11 +82,10 @@ def build_schema(op_type: str) -> OpSchema:
 
     attributes = []
     for name, attr in sorted(base.attributes.items()):
-        description = attr.description.rstrip() + extra.get(name, "")
         if attr.default_value.name:
-            attributes.append(OpSchema.Attribute(name, attr.default_value, description))
+            attributes.append(OpSchema.Attribute(name, attr.default_value, attr.description))
         else:
-            attributes.append(OpSchema.Attribute(name, attr.type, description, required=attr.required))
+            attributes.append(OpSchema.Attribute(name, attr.type, attr.description, required=attr.required))
     attributes.append(
         OpSchema.Attribute(
             "masked_output",
