@@ -328,7 +328,7 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
         expected = expected if lens is None else None
     elif variant == "loop (converter)":
-        model = _loop_model(case.op, attrs, inputs)
+        model = loop_model(case.op, attrs, inputs)
     elif variant == "kernel":
         model = testing.make_model(attrs, inputs, OPSET)
     elif variant == GEMM_FLOOR:
@@ -373,7 +373,7 @@ def _gemm_model(attrs, inputs: dict):
     return model, {"rows": rows}
 
 
-def _loop_model(op: str, attrs, inputs: dict):
+def loop_model(op: str, attrs, inputs: dict):
     """A converter's masked recurrence: ``Loop`` over time, the cell as per-step ops, ``Where``
     keeping state and output at masked steps (Keras ``carry``). Modelled on what tf2onnx emits for
     Keras' ``K.rnn`` while-loop: TensorArray reads become ``Gather(X, t)``, writes a scan output,

@@ -142,7 +142,7 @@ def chunked_scan(K: int):
 def model_of(form: str, attrs, inputs: dict) -> onnx.ModelProto:
     """The masked node of ``bench``'s workload in ``form``, standard ops only."""
     if form == "loop":
-        return bench._loop_model(attrs.op_type.removeprefix("Masked"), attrs, inputs)
+        return bench.loop_model(attrs.op_type.removeprefix("Masked"), attrs, inputs)
     model = testing.make_model(attrs, inputs, bench.OPSET)
     if form in ("portable", "capture"):
         return inline(model, "scan", scan_form=form)

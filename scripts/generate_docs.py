@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import importlib.util
 import io
 import json
 import re
@@ -51,7 +52,7 @@ import onnxscript
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
 
-from onnx_masked_rnn import DOMAIN, OPSET_VERSION, bench, record, register_schemas  # noqa: E402
+from onnx_masked_rnn import DOMAIN, OPSET_VERSION, bench, record, register_schemas, schema_doc  # noqa: E402
 from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, RNNAttributes, parse_attributes  # noqa: E402
 from onnx_masked_rnn.conformance import limitations  # noqa: E402
 from onnx_masked_rnn.conformance.outcomes import STATUSES  # noqa: E402
@@ -71,6 +72,7 @@ RECORDERS = {
     "conformance.json": "python -m onnx_masked_rnn.conformance.limitations --record "
     "docs/results/conformance.json",
     "fuzz.json": "onnx-masked-rnn fuzz --cases 300 --seed 0 --json docs/results/fuzz.json",
+    "kernel_fuzz.json": "onnx-masked-rnn fuzz --path kernel --json docs/results/kernel_fuzz.json",
     "upstream.json": f"upstream/check.sh | tail -6 > SUMMARY.txt; python {SCRIPT} record-upstream "
     "SUMMARY.txt --command upstream/check.sh",
     "pytest_times.json": f"pytest --junitxml=JUNIT.xml; python {SCRIPT} record-pytest-times JUNIT.xml "
@@ -538,9 +540,14 @@ def render_deployment_forms(path: Path) -> str:
         "| form | how | passes (conformance cases, per runtime) | onnxruntime time / native LSTM |",
         "|---|---|---|---|",
     ]
+    try:  # the kernel's own run (bench --variants kernel ...), else bench.json's kernel rows
+        kernel_data = load("kernel_bench.json")
+    except MissingRecord:
+        kernel_data = None
     for name, how, backends, variant, timed in forms:
         passes = runs(variant, backends) if any(b in counts for b in backends) else "not recorded"
-        speed = variant_span(data, "LSTM", timed) if timed else "not timed by the bench"
+        timing = kernel_data if timed == "kernel" and kernel_data else data
+        speed = variant_span(timing, "LSTM", timed) if timed else "not timed by the bench"
         lines.append(f"| {name} | {how} | {passes} | {speed} |")
     note = (
         "Time: the range over the bench's LSTM configurations (`speed` table: shapes, masks, 1 and 2 "
@@ -550,6 +557,8 @@ def render_deployment_forms(path: Path) -> str:
         note += bench_provenance(data)
     else:
         note += f"No bench record: `{RECORDERS['bench.json']}`."
+    if kernel_data:
+        note += " The kernel's row: " + bench_provenance(kernel_data)
     return "\n".join(lines) + "\n\n" + note + "\n"
 
 
@@ -558,7 +567,15 @@ def render_deployment_forms(path: Path) -> str:
 
 
 def render_fuzz(path: Path) -> str:
-    data = load("fuzz.json")
+    return fuzz_table(load("fuzz.json"))
+
+
+def render_kernel_fuzz(path: Path) -> str:
+    return fuzz_table(load("kernel_fuzz.json"))
+
+
+def fuzz_table(data: dict[str, Any]) -> str:
+    """A fuzz record (``onnx-masked-rnn fuzz --json``) as a table per path, then its failures."""
     statuses = data["statuses"]
     lines = [
         "| path | "
@@ -687,8 +704,6 @@ def render_ab_graphs(path: Path) -> str:
 
 
 def load_script(name: str) -> Any:
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -708,6 +723,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "known-limitations": (render_known_limitations, "conformance.json"),
     "conformance-times": (render_conformance_times, "conformance.json"),
     "fuzz": (render_fuzz, "fuzz.json"),
+    "kernel-fuzz": (render_kernel_fuzz, "kernel_fuzz.json"),
     "upstream": (render_upstream, "upstream.json"),
     "pytest-times": (render_pytest_times, "pytest_times.json"),
     "keras-export": (render_keras_export, "keras_export.json"),
@@ -727,9 +743,6 @@ NORMATIVE = re.compile(r"normative-(?P<section>[\w-]+)")
 
 
 def render_normative(section: str) -> str:
-    import importlib
-
-    schema_doc = importlib.import_module("onnx_masked_rnn.schema_doc")
     return schema_doc.markdown(section).rstrip("\n") + "\n"
 
 
