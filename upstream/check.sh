@@ -194,7 +194,9 @@ run_pytest onnx-schemas-functions-checker "$T/schema_test.py" "$T/function_test.
 step "done in $(($(date +%s) - START)) s"
 RECORD_ARGS=()
 if [[ -n "$RECORD" ]]; then
+  # UPSTREAM_REVISION names the series' revision when this checkout is not a git repository.
+  REVISION="${UPSTREAM_REVISION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)}"
   RECORD_ARGS=(--json "$REPO/docs/results/upstream_check_$RECORD.json" --onnx "$DESCRIBED"
-    --seconds "$(($(date +%s) - START))")
+    --seconds "$(($(date +%s) - START))" --revision "$REVISION")
 fi
 "$VENV/bin/python" "$HERE/summarize.py" "${RECORD_ARGS[@]}" "${SUITES[@]}"

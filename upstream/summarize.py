@@ -29,7 +29,9 @@ def count(path: str) -> dict[str, int]:
     return {"passed": tests - bad - skipped, "failed": bad, "skipped": skipped}
 
 
-def record(suites: dict[str, dict[str, int]], onnx_tree: str, seconds: int | None) -> dict[str, object]:
+def record(
+    suites: dict[str, dict[str, int]], onnx_tree: str, seconds: int | None, revision: str
+) -> dict[str, object]:
     versions = {}
     for name in ("onnx", "onnxruntime", "numpy", "onnxscript", "onnx_ir"):
         try:
@@ -45,6 +47,7 @@ def record(suites: dict[str, dict[str, int]], onnx_tree: str, seconds: int | Non
         },
         "versions": versions,
         "onnx_tree": onnx_tree,
+        "series_revision": revision,
         "command": "bash upstream/check.sh" + ("" if "source distribution" in onnx_tree else " --source DIR"),
         "seconds": seconds,
         "suites": suites,
@@ -59,6 +62,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", type=Path, help="also write the record here")
     parser.add_argument("--onnx", default="", help="the onnx tree the series was built on")
     parser.add_argument("--seconds", type=int, help="the run's wall time")
+    parser.add_argument("--revision", default="", help="this repository's revision (the series')")
     args = parser.parse_args(argv)
     suites = {}
     for path in args.reports:
@@ -73,7 +77,9 @@ def main(argv: list[str]) -> int:
     failed = sum(s["failed"] for s in suites.values())
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record(suites, args.onnx, args.seconds), indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(record(suites, args.onnx, args.seconds, args.revision), indent=2) + "\n"
+        )
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
