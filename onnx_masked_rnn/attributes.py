@@ -13,17 +13,22 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import onnx
+
 __all__ = [
     "ACTIVATIONS",
     "DIRECTIONS",
     "MASKED_OUTPUT_MODES",
     "OP_SPECS",
     "Activation",
+    "Dim",
     "OpSpec",
     "RNNAttributes",
     "attributes_from_node",
+    "infer_shapes",
     "parse_attributes",
     "parse_node",
+    "round_to_float32",
 ]
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -195,7 +200,7 @@ def _as_int(name: str, value: Any, allowed: Sequence[int]) -> int:
     return value
 
 
-def _float32(value: float) -> float:
+def round_to_float32(value: float) -> float:
     """``value`` rounded to float32: an ONNX float attribute holds no more, so a node and a direct
     call with the same Python float compute the same thing."""
     try:
@@ -243,7 +248,8 @@ def _resolve_activations(
             alpha = alpha_values.pop(0)
         if takes_beta and beta_values:
             beta = beta_values.pop(0)
-        alpha, beta = (_float32(alpha) if takes_alpha else 0.0), (_float32(beta) if takes_beta else 0.0)
+        alpha = round_to_float32(alpha) if takes_alpha else 0.0
+        beta = round_to_float32(beta) if takes_beta else 0.0
         resolved.append(Activation(canonical, alpha, beta))
     for attr, left in (("activation_alpha", alpha_values), ("activation_beta", beta_values)):
         if left:
@@ -283,7 +289,7 @@ def parse_attributes(op_type: str, **attributes: Any) -> RNNAttributes:
     clip = attributes.get("clip")
     if clip is not None:
         try:
-            clip = _float32(float(clip))
+            clip = round_to_float32(float(clip))
         except (TypeError, ValueError):
             raise ValueError(f"attribute 'clip' must be a float, got {clip!r}") from None
         if math.isnan(clip) or clip <= 0:
@@ -316,8 +322,6 @@ def parse_attributes(op_type: str, **attributes: Any) -> RNNAttributes:
 
 def attributes_from_node(node: Any) -> dict[str, Any]:
     """A NodeProto's attributes as a ``{name: python value}`` dict (strings decoded)."""
-    import onnx
-
     out: dict[str, Any] = {}
     for attr in node.attribute:
         if attr.ref_attr_name:

@@ -34,7 +34,7 @@ figure is the peak resident set during that run minus the resident set just befo
 session and the inputs exist (Linux ``/proc/self/clear_refs`` resets the peak): the run's working
 memory, outputs included, weights and inputs excluded.
 
-Ratios are to the floor. This module imports only the standard library at import time.
+Ratios are to the floor.
 """
 
 from __future__ import annotations
@@ -50,8 +50,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from onnx_masked_rnn import record
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_masked_rnn import record, testing
+from onnx_masked_rnn.attributes import parse_attributes
 from onnx_masked_rnn.extras import install_hint
+from onnx_masked_rnn.inline import inline
+from onnx_masked_rnn.kernel import register
+from onnx_masked_rnn.reference import FUNCTIONS
+from onnx_masked_rnn.testing import MASK_KINDS
 
 __all__ = [
     "FLOOR",
@@ -164,7 +173,6 @@ class Case:
 def run(args: argparse.Namespace) -> int:
     """Time every case, print the table, write the record (``--json``) and the plot. Returns 0;
     bad options raise ``ValueError``."""
-    from onnx_masked_rnn.testing import MASK_KINDS
 
     shapes = (
         [tuple(s) for s in args.shapes]
@@ -236,7 +244,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _attributes(op: str, H: int):
-    from onnx_masked_rnn.attributes import parse_attributes
 
     extra = {"linear_before_reset": 1} if op == "GRU" else {}
     return parse_attributes(f"Masked{op}", hidden_size=H, masked_output="carry", **extra)
@@ -244,9 +251,6 @@ def _attributes(op: str, H: int):
 
 def workload(case: Case):
     """The masked node's attributes, its inputs and the effective mask (time-major)."""
-    import numpy as np
-
-    from onnx_masked_rnn import testing
 
     T, N, I, H = case.shape
     attrs = _attributes(case.op, H)
@@ -257,7 +261,6 @@ def workload(case: Case):
 
 def with_initializers(model, inputs: dict, names: Sequence[str]):
     """``model`` with the graph inputs ``names`` turned into initializers holding ``inputs``."""
-    from onnx import numpy_helper
 
     kept = [i for i in model.graph.input if i.name not in names]
     del model.graph.input[:]
@@ -270,12 +273,9 @@ def session(model, threads: int, *, arena: bool = True, kernel: bool = False):
     """An onnxruntime CPU session of ``model`` as the benchmark times it: ``threads`` intra-op
     threads, spinning stopped after each run, the memory arena on or off, the package's native
     kernel registered or not."""
-    import onnxruntime as ort
 
     options = ort.SessionOptions()
     if kernel:
-        from onnx_masked_rnn.kernel import register
-
         register(options)
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -291,11 +291,6 @@ def session(model, threads: int, *, arena: bool = True, kernel: bool = False):
 def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[], Any], Any]:
     """A zero-argument callable running ``variant`` on the case's workload (returning ``Y``) and
     the reference's ``Y`` to compare with (None when the variant computes something else)."""
-    import numpy as np
-    from onnx import helper
-
-    from onnx_masked_rnn import testing
-    from onnx_masked_rnn.reference import FUNCTIONS
 
     attrs, inputs = workload(case)
     weights = ("W", "R", "B")
@@ -335,8 +330,6 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
         model, feeds = _gemm_model(attrs, inputs)
         expected = None
     else:
-        from onnx_masked_rnn.inline import inline
-
         strategy, form = {
             "native expansion": ("native", "capture"),
             "scan expansion": ("scan", "capture"),
@@ -353,8 +346,6 @@ def _build(case: Case, variant: str, *, arena: bool = True) -> tuple[Callable[[]
 def _gemm_model(attrs, inputs: dict):
     """The ``gemm floor`` variant: one MatMul doing the matrix products of every step of the cell
     (``X`` and ``h`` rows against the input and recurrent weights at once), and its feeds."""
-    import numpy as np
-    from onnx import helper, numpy_helper
 
     T, N, I = inputs["X"].shape
     H = inputs["R"].shape[-1]
@@ -378,8 +369,6 @@ def loop_model(op: str, attrs, inputs: dict):
     keeping state and output at masked steps (Keras ``carry``). Modelled on what tf2onnx emits for
     Keras' ``K.rnn`` while-loop: TensorArray reads become ``Gather(X, t)``, writes a scan output,
     the mask is tiled to ``[N, H]``. Gate order is ONNX's, weights transposed once outside."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
 
     T, N, _ = inputs["X"].shape
     H = attrs.hidden_size
@@ -491,7 +480,6 @@ def _time_case(
 ) -> list[dict]:
     """Each of ``variants`` of ``case``: built, checked against the reference, warmed up, then
     timed interleaved. A variant that fails to build or run is reported with its error."""
-    import numpy as np
 
     runners: dict[str, Callable[[], Any]] = {}
     rows: dict[str, dict] = {}

@@ -17,8 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import onnx
+from google.protobuf.message import DecodeError
+
+from onnx_masked_rnn._domain import DOMAIN
+from onnx_masked_rnn._files import write_atomic
+from onnx_masked_rnn._walk import walk_nodes
+from onnx_masked_rnn.conformance.generate import generate
 from onnx_masked_rnn.functions import SCAN_FORMS
-from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM, inline
 
 # subcommand -> (module that implements it, one-line help)
 _DELEGATED = {
@@ -41,9 +48,6 @@ _DELEGATED = {
 
 def _load_model(path: str):
     """The model in ``path``; ``ValueError`` naming the file when it is not a non-empty ONNX model."""
-    import onnx
-    from google.protobuf.message import DecodeError
-
     if Path(path).is_dir():
         raise IsADirectoryError(21, "is a directory, not a model file", path)
     try:
@@ -56,17 +60,11 @@ def _load_model(path: str):
 
 
 def _count_masked_nodes(model) -> int:
-    from onnx_masked_rnn._domain import DOMAIN
-    from onnx_masked_rnn._walk import walk_nodes
-
     scopes = [model.graph.node, *(f.node for f in model.functions)]
     return sum(node.domain == DOMAIN for nodes in scopes for node in walk_nodes(nodes))
 
 
 def _inline(args: argparse.Namespace) -> int:
-    from onnx_masked_rnn._files import write_atomic
-    from onnx_masked_rnn.inline import inline
-
     model = _load_model(args.input)
     count = _count_masked_nodes(model)
     expanded = inline(model, strategy=args.strategy, scan_form=args.scan_form)
@@ -79,8 +77,6 @@ def _inline(args: argparse.Namespace) -> int:
 
 
 def _generate_tests(args: argparse.Namespace) -> int:
-    from onnx_masked_rnn.conformance.generate import generate
-
     count = generate(Path(args.directory))
     print(f"wrote {count} test cases under {args.directory}")
     return 0

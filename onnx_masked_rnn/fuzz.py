@@ -15,21 +15,10 @@ function overload. Each case runs through :data:`PATHS`:
 - ``onnx-reference scan``: ``inline(model, "scan")`` in the ReferenceEvaluator (its Scan extended
   with scan directions: :class:`onnx_masked_rnn.testing.Scan`).
 
-and each result is compared with the reference functions' (``numpy.isclose`` with
-:data:`TOLERANCE`). An element that differs also agrees where it matches a result as right as the
-reference's: the exact result (the reference in float64) rounded to the case's dtype; for float16,
-the reference computed in float16 at every operation (ONNX does not say where a float16
-computation rounds); or any value no farther from the exact result than the tolerance plus the
-larger of the element's sensitivity, measured by moving every input by one ulp of the dtype
-(:func:`_sensitivity`), and the reference's own (finite) distance from it. With large weights and
-unbounded activations a recurrence can amplify a rounding a thousandfold, so that two correct
-implementations (one using a fast ``tanh``, or summing in another order) differ by more than the
-tolerance, and the formulas evaluated in the dtype can lose every digit to cancellation. So a
-float32 overflow to ±inf agrees where the reference or the exact result has that infinity, a NaN
-where the reference is NaN too. A node whose exact result exceeds the dtype's range (the
-recurrence overflows) has no right answer in that dtype from there on, and implementations
-overflow differently (±inf, NaN, or the largest finite value): a path that still differs there is
-:data:`OVERFLOW` (unsupported).
+and each result is compared with the reference functions' by the rule of ``fuzz_comparison``
+(``numpy.isclose`` at its ``TOLERANCE``; an element that differs also agrees where it matches a
+result as right as the reference's; a path that differs only where the exact result overflows the
+dtype is ``OVERFLOW``, unsupported).
 
 Cases run in worker processes: a path that kills its process (a segfault) is recorded as ``crash``
 and the case goes on in a new worker from the next path. Every outcome is ``agree``,
@@ -51,24 +40,45 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
 
+from onnx_masked_rnn import kernel as native_kernel
+from onnx_masked_rnn import record as measurement
+from onnx_masked_rnn import reference
+from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
 from onnx_masked_rnn._worker import Crash, Worker
+from onnx_masked_rnn.attributes import (
+    ACTIVATIONS,
+    DIRECTIONS,
+    MASKED_OUTPUT_MODES,
+    OP_SPECS,
+    infer_shapes,
+    parse_attributes,
+)
+from onnx_masked_rnn.functions import MIN_OPSET, max_opset
+from onnx_masked_rnn.fuzz_comparison import EQUALLY_RIGHT, OVERFLOW, judge
+from onnx_masked_rnn.inline import attach_functions, inline
+from onnx_masked_rnn.testing import MASK_KINDS, Scan, make_mask, value_info
 
 __all__ = [
     "PATHS",
-    "TOLERANCE",
     "Case",
     "add_arguments",
     "draw_case",
     "make_worker",
     "run",
     "run_case",
+    "run_job",
     "run_paths",
+    "summary",
 ]
 
 PATHS = (
@@ -81,19 +91,10 @@ PATHS = (
     "onnx-reference scan",
 )
 STATUSES = ("agree", "mismatch", "error", "crash", "unsupported")
-# dtype name -> (rtol, atol). float16: the reference rounds once from float32, onnxruntime at every
-# step (the conformance suite's 5e-3 at magnitude 1, with room for larger weights).
-TOLERANCE = {"float64": (1e-9, 1e-10), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2)}
 # The documented limits a path may report as "unsupported" (anything else that fails is a failure).
 NO_DOUBLE_KERNEL = "onnxruntime has no double kernel for LSTM/GRU/RNN (ONNX defines one)"
 NO_EMPTY_SCAN = "onnx.reference's Scan refuses a scan of length 0"
 NO_KERNEL = "the kernel library was not built (an install with ONNX_MASKED_RNN_NO_KERNEL=1)"
-OVERFLOW = (
-    "the exact result exceeds the dtype's range (the recurrence overflows: no value is right, and "
-    "implementations overflow differently)"
-)
-EQUALLY_RIGHT = "the exact result, float16 rounding, or as near it as the sensitivity or the reference"
-PERTURBATIONS = 4  # random one-ulp moves of the inputs that measure each element's sensitivity
 TIMEOUT = 300.0  # seconds one path may take before it counts as a crash (a hang)
 
 
@@ -136,12 +137,6 @@ class Case:
 
     def model(self) -> Any:
         """The ``onnx.ModelProto`` holding the nodes, with static shapes."""
-        from onnx import helper
-
-        from onnx_masked_rnn._domain import DOMAIN, OPSET_VERSION
-        from onnx_masked_rnn.attributes import OP_SPECS, infer_shapes, parse_attributes
-        from onnx_masked_rnn.testing import value_info
-
         graph_nodes, outputs = [], []
         dtype = helper.np_dtype_to_tensor_dtype(self.feeds["X"].dtype)
         for k, n in enumerate(self.nodes):
@@ -170,24 +165,34 @@ class Case:
             ir_version=10,
         )
 
-    def expected(self) -> list[np.ndarray]:
-        from onnx_masked_rnn.attributes import OP_SPECS
-        from onnx_masked_rnn.reference import FUNCTIONS
-
+    def expected(self, compute_dtype: np.dtype | None = None) -> list[np.ndarray]:
+        """The reference functions' outputs, in graph output order (``compute_dtype``: see
+        ``reference.masked_lstm``)."""
         out = []
         for n in self.nodes:
             spec = OP_SPECS[n["op_type"]]
-            values = FUNCTIONS[n["op_type"]](**{k: self.feeds[k] for k in n["inputs"]}, **n["attributes"])
+            inputs = {k: self.feeds[k] for k in n["inputs"]}
+            values = reference.FUNCTIONS[n["op_type"]](
+                **inputs, **n["attributes"], compute_dtype=compute_dtype
+            )
             out += [v for o, v in zip(spec.outputs, values) if o in n["outputs"]]
         return out
+
+    def reference(
+        self, feeds: dict[str, np.ndarray], compute_dtype: np.dtype | None = None
+    ) -> list[np.ndarray]:
+        """:meth:`expected` for other ``feeds`` (``fuzz_comparison.Reference``)."""
+        return dataclasses.replace(self, feeds=feeds).expected(compute_dtype)
+
+    def node_of(self) -> list[int]:
+        """The node of each graph output."""
+        return [
+            k for k, n in enumerate(self.nodes) for o in OP_SPECS[n["op_type"]].outputs if o in n["outputs"]
+        ]
 
 
 def draw_case(seed: int, index: int) -> Case:
     """Case ``index`` of ``seed``: a pure function of the two numbers."""
-    from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
-    from onnx_masked_rnn.functions import MIN_OPSET, max_opset
-    from onnx_masked_rnn.testing import MASK_KINDS, make_mask
-
     rng = np.random.default_rng([seed, index])
     op_type = str(rng.choice(sorted(OP_SPECS)))
     spec = OP_SPECS[op_type]
@@ -274,17 +279,11 @@ def draw_case(seed: int, index: int) -> Case:
 
 
 def _session_run(model: Any, feeds: dict[str, np.ndarray], kernel: bool = False) -> list[np.ndarray]:
-    import warnings
-
-    import onnxruntime as ort
-
     options = ort.SessionOptions()
     options.log_severity_level = 4  # errors come back as exceptions; do not log them too
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     if kernel:
-        from onnx_masked_rnn import kernel as native_kernel
-
         with warnings.catch_warnings():
             warnings.simplefilter("error", native_kernel.KernelFallbackWarning)
             session = native_kernel.session(model, options, providers=["CPUExecutionProvider"])
@@ -295,12 +294,6 @@ def _session_run(model: Any, feeds: dict[str, np.ndarray], kernel: bool = False)
 
 
 def _run_path(path: str, case: Case) -> list[np.ndarray]:
-    from onnx.reference import ReferenceEvaluator
-
-    from onnx_masked_rnn import reference
-    from onnx_masked_rnn.inline import attach_functions, inline
-    from onnx_masked_rnn.testing import Scan
-
     model = case.model()
     if path == "onnx-reference ops":
         return ReferenceEvaluator(model, new_ops=reference.OPS).run(None, case.feeds)
@@ -338,59 +331,6 @@ def _unsupported(path: str, case: Case, error: BaseException) -> str | None:
     return None
 
 
-def _compare(
-    actual: list[np.ndarray],
-    expected: list[np.ndarray],
-    dtype: np.dtype,
-    *also: list[np.ndarray],
-    band: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
-) -> str | None:
-    """``None`` when every element of ``actual`` is close to ``expected``, to the same element of
-    one of ``also`` (equally right results), or to ``band = (center, width)`` within ``width`` more
-    than the tolerance (the exact result and its sensitivity: :func:`_sensitivity`); otherwise what
-    differs from ``expected`` (its first differing output)."""
-    differing = _differing_outputs(actual, expected, dtype, *also, band=band)
-    return next(iter(differing.values()), None)
-
-
-def _differing_outputs(
-    actual: list[np.ndarray],
-    expected: list[np.ndarray],
-    dtype: np.dtype,
-    *also: list[np.ndarray],
-    band: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
-) -> dict[int, str]:
-    """What differs in each output that :func:`_compare` would not accept, by output index (index
-    -1 when the output counts differ)."""
-    rtol, atol = TOLERANCE[dtype.name]
-    if len(actual) != len(expected):
-        return {-1: f"{len(actual)} outputs, expected {len(expected)}"}
-    differing = {}
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        a = np.asarray(a)
-        if a.shape != e.shape or a.dtype != e.dtype:
-            differing[i] = f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
-            continue
-        wide = a.astype(np.float64)
-        bad = ~np.isclose(wide, e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
-        for other in also:
-            bad &= ~np.isclose(wide, other[i].astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
-        if band is not None:
-            center, width = band[0][i], band[1][i]
-            with np.errstate(invalid="ignore"):
-                bad &= ~(np.abs(wide - center) <= atol + rtol * np.abs(center) + width)
-        if bad.any():
-            with np.errstate(all="ignore"):
-                diff = np.abs(wide - e.astype(np.float64))
-            where = tuple(int(j) for j in np.argwhere(bad)[0])
-            differing[i] = (
-                f"output {i} at {list(where)}: {a[where]!r} vs reference {e[where]!r} "
-                f"({int(bad.sum())} of {a.size} differ, max |diff| {np.nanmax(np.where(bad, diff, 0)):.3g})"
-                + ("" if np.isfinite(a[bad]).all() and np.isfinite(e[bad]).all() else " [non-finite]")
-            )
-    return differing
-
-
 def run_case(case: Case, path: str) -> tuple[str, str]:
     """``(status, detail)`` of one path on one case (in this process)."""
     try:
@@ -406,81 +346,19 @@ def run_case(case: Case, path: str) -> tuple[str, str]:
             return "unsupported", reason
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return "error", f"{type(exc).__name__}: {first[:300]}"
-    dtype = case.feeds["X"].dtype
-    differs = _compare(actual, expected, dtype)
-    if differs is None:
-        return "agree", ""
-    exact, width = _sensitivity(case)
-    with np.errstate(invalid="ignore"):  # no farther from the exact result than the reference itself
-        own = [np.abs(e.astype(np.float64) - x) for e, x in zip(expected, exact)]
-        width = [np.fmax(w, np.where(np.isfinite(o), o, 0.0)) for w, o in zip(width, own)]
-    with np.errstate(over="ignore"):
-        rounded = [e.astype(dtype) for e in exact]
-    others = [rounded, *([_in_float16_throughout(case)] if dtype == np.float16 else [])]
-    differing = _differing_outputs(actual, expected, dtype, *others, band=(exact, width))
-    if not differing:  # it needed an equally right result: keep what differed from the reference
-        return "agree", differs
-    if -1 not in differing and _differs_only_where_overflowed(case, set(differing), rounded):
-        return "unsupported", OVERFLOW
-    return "mismatch", next(iter(differing.values()))
-
-
-def _differs_only_where_overflowed(case: Case, differing: set[int], rounded: list[np.ndarray]) -> bool:
-    """Every node with a differing output (``differing``: output indices) has an output whose
-    exact result (``rounded`` to the dtype) exceeds the dtype's range; another node's overflow does
-    not count."""
-    from onnx_masked_rnn.attributes import OP_SPECS
-
-    node_of = [
-        k for k, n in enumerate(case.nodes) for o in OP_SPECS[n["op_type"]].outputs if o in n["outputs"]
-    ]
-    overflowed = {node_of[i] for i, e in enumerate(rounded) if not np.isfinite(e).all()}
-    return {node_of[i] for i in differing} <= overflowed
-
-
-def _sensitivity(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The exact result (the reference in float64) and, per element, the most it moves over
-    :data:`PERTURBATIONS` evaluations whose floating-point inputs each move by one ulp of the
-    case's dtype (relative machine epsilon, random sign). A result within that of the exact one is
-    what exact arithmetic gives for inputs within a rounding of the case's: right to the precision
-    the dtype can resolve."""
-    dtype = case.feeds["X"].dtype
-    eps = float(np.finfo(dtype).eps)
     rng = np.random.default_rng([case.seed, case.index, 1])
-    wide = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in case.feeds.items()}
-    with np.errstate(all="ignore"):
-        exact = dataclasses.replace(case, feeds=wide).expected()
-        width = [np.zeros_like(e) for e in exact]
-        for _ in range(PERTURBATIONS):
-            moved = {
-                k: v * (1.0 + eps * rng.choice([-1.0, 1.0], size=v.shape)) if v.dtype.kind == "f" else v
-                for k, v in wide.items()
-            }
-            for w, m, e in zip(width, dataclasses.replace(case, feeds=moved).expected(), exact):
-                np.fmax(w, np.abs(m - e), out=w)
-    return exact, width
-
-
-def _in_float16_throughout(case: Case) -> list[np.ndarray]:
-    """The reference rounding to float16 at every operation instead of computing in float32 (ONNX
-    does not say where a float16 computation rounds)."""
-    from unittest import mock
-
-    from onnx_masked_rnn.reference import op_masked_rnn
-
-    with np.errstate(all="ignore"), mock.patch.object(op_masked_rnn, "_COMPUTED_IN_FLOAT32", ()):
-        return case.expected()
+    return judge(actual, expected, case.reference, case.feeds, case.node_of(), rng)
 
 
 def _job_handler(_: None) -> Callable[[tuple[int, int, str]], tuple[str, str]]:
     """In a worker process: the handler of one ``(seed, case, path)`` job."""
-    import warnings
-
     warnings.simplefilter("ignore")
-    return _run_job
+    return run_job
 
 
-def _run_job(job: tuple[int, int, str]) -> tuple[str, str]:
+def run_job(job: tuple[int, int, str]) -> tuple[str, str]:
+    """``(status, detail)`` of job ``(seed, case, path)`` in this process (a Python error is that
+    path's ``error``)."""
     seed, index, path = job
     try:
         return run_case(draw_case(seed, index), path)
@@ -586,6 +464,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="append one JSON line per case as it completes (an interrupted run keeps what it did)",
     )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write a record of the run (onnx_masked_rnn.record: date, machine, versions; counts per "
+        "path, failures), e.g. docs/results/fuzz.json, from which scripts/generate_docs.py writes the docs",
+    )
 
 
 def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tuple[str, ...]) -> int:
@@ -628,6 +512,28 @@ def report(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tup
     return failures
 
 
+def summary(results: dict[int, dict[str, tuple[str, str]]], seed: int, paths: tuple[str, ...]) -> dict:
+    """The run as data: counts per path, agreements that needed an equally right result, the
+    unsupported reasons and every failure."""
+    outcomes = {p: [results[i][p] for i in sorted(results) if p in results[i]] for p in paths}
+    return {
+        "seed": seed,
+        "cases": len(results),
+        "first_case": min(results, default=None),
+        "paths": list(paths),
+        "statuses": list(STATUSES),
+        "counts": {p: {s: sum(o[0] == s for o in outcomes[p]) for s in STATUSES} for p in paths},
+        "equally_right": {p: sum(s == "agree" and bool(d) for s, d in outcomes[p]) for p in paths},
+        "unsupported": {p: dict(Counter(d for s, d in outcomes[p] if s == "unsupported")) for p in paths},
+        "failures": [
+            {"case": i, "path": p, "status": results[i][p][0], "detail": results[i][p][1]}
+            for i in sorted(results)
+            for p in paths
+            if results[i].get(p, ("agree", ""))[0] in ("mismatch", "error", "crash")
+        ],
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     if args.cases < 0 or args.jobs < 1 or args.start < 0:
         raise ValueError("--cases and --start must be non-negative, --jobs positive")
@@ -643,10 +549,14 @@ def run(args: argparse.Namespace) -> int:
             log.write(json.dumps({"seed": args.seed, "case": index, "results": outcome}) + "\n")
             log.flush()
 
+    recorded = measurement.start("fuzz")
     try:
         results = fuzz(args.seed, indices, paths, args.jobs, progress=len(indices) >= 1000, on_result=record)
     finally:
         if log is not None:
             log.close()
     failures = report(results, args.seed, paths)
+    if args.json:
+        measurement.write(measurement.finish(recorded, **summary(results, args.seed, paths)), args.json)
+        print(f"wrote {args.json}")
     return 1 if failures else 0

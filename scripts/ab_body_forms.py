@@ -34,6 +34,7 @@ import numpy as np
 import onnx
 import onnx.inliner
 import onnx_ir as ir
+from onnxscript import build_function
 
 from onnx_masked_rnn import DOMAIN, bench, functions, record, testing
 from onnx_masked_rnn.conformance.backends import OpenVINOBackend, TractBackend
@@ -146,7 +147,6 @@ def model_of(form: str, attrs, inputs: dict) -> onnx.ModelProto:
     model = testing.make_model(attrs, inputs, bench.OPSET)
     if form in ("portable", "capture"):
         return inline(model, "scan", scan_form=form)
-    from onnxscript import build_function
 
     (node,) = model.graph.node
     config = functions.Configuration.of(

@@ -26,6 +26,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 
+from onnx_masked_rnn import record  # noqa: E402
 from onnx_masked_rnn.keras import STRATEGIES, export  # noqa: E402
 
 BATCH, LENGTH, VOCABULARY = 32, 100, 20000
@@ -57,7 +58,13 @@ def session(path: Path) -> ort.InferenceSession:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per model (median)")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write a record (onnx_masked_rnn.record), e.g. docs/results/keras_export.json",
+    )
     args = parser.parse_args()
+    recorded = record.start("keras-export", ["keras", "torch"])
     rng = np.random.default_rng(0)
     model = imdb()
     ids = right_padded_batch(rng)
@@ -110,14 +117,31 @@ def main() -> None:
     )
     columns = ("export s", "ratio", "nodes", "ratio", "ms", "ratio", "max |diff|")
     print(f"{'export':<40} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, (9, 7, 6, 7, 8, 7, 11))))
+    records = []
     for name, row in rows.items():
         latency = statistics.median(row["times"])
+        records.append(
+            {
+                "export": name,
+                "export_seconds": row["export"],
+                "export_ratio": row["export"] / baseline["export"],
+                "nodes": row["nodes"],
+                "nodes_ratio": row["nodes"] / baseline["nodes"],
+                "latency_ms_median": latency * 1e3,
+                "latency_ratio": latency / baseline_latency,
+                "max_abs_diff_vs_predict": row["error"],
+            }
+        )
         print(
             f"{name:<40} {row['export']:>9.1f} {row['export'] / baseline['export']:>6.3f}x "
             f"{row['nodes']:>6} {row['nodes'] / baseline['nodes']:>6.3f}x {latency * 1e3:>8.2f} "
             f"{latency / baseline_latency:>6.3f}x {row['error']:>11.2e}"
         )
     print("dynamic batch and time: onnx_masked_rnn exports yes; Keras' export with a signature: no")
+    if args.json:
+        what = {"batch": BATCH, "length": LENGTH, "repeat": args.repeat}
+        record.write(record.finish(recorded, **what, rows=records), args.json)
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

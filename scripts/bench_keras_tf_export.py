@@ -27,6 +27,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from onnx_masked_rnn.keras import export
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results" / "keras_tf_export.json"
 BATCH, LENGTH, VOCABULARY = 32, 100, 20000
@@ -59,8 +65,6 @@ def _versions() -> dict[str, str]:
 
 def _count_nodes(graph: Any) -> int:
     """Nodes of a graph and of every subgraph (a tf2onnx Loop's body)."""
-    import onnx
-
     total = 0
     for node in graph.node:
         total += 1
@@ -81,8 +85,6 @@ def _imdb(keras: Any) -> Any:
 
 
 def _right_padded(rng: Any, batch: int, length: int) -> Any:
-    import numpy as np
-
     lengths = rng.integers(length // 4, length + 1, batch)
     lengths[0] = length
     ids = rng.integers(1, VOCABULARY, (batch, length))
@@ -90,8 +92,6 @@ def _right_padded(rng: Any, batch: int, length: int) -> Any:
 
 
 def _session(path: Path) -> Any:
-    import onnxruntime as ort
-
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
@@ -102,10 +102,6 @@ def _session(path: Path) -> Any:
 def measure(repeat: int) -> dict:
     """Export both ways, check, time; the JSON record."""
     import keras
-    import numpy as np
-    import onnx
-
-    from onnx_masked_rnn.keras import export
 
     if keras.backend.backend() != "tensorflow":
         raise SystemExit("run with KERAS_BACKEND=tensorflow: this compares the TensorFlow-backend routes")

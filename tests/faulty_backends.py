@@ -58,6 +58,6 @@ def segfaulting_fuzz_jobs(_: None) -> Callable[[tuple[int, int, str]], tuple[str
     def handle(job: tuple[int, int, str]) -> tuple[str, str]:
         if job[2] == "inline scan":
             os.kill(os.getpid(), signal.SIGSEGV)
-        return fuzz._run_job(job)
+        return fuzz.run_job(job)
 
     return handle

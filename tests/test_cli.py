@@ -145,7 +145,7 @@ FAILURES = {
     "an unexpected error of many lines": (
         ["inline", str(MODEL), "{d}/out.onnx"],
         {},
-        (sys.modules["onnx_masked_rnn.inline"], "inline", _runtime_failure),
+        (cli, "inline", _runtime_failure),
         1,
         "unexpected RuntimeError: [ONNXRuntimeError] : 1 : FAIL : first line",
     ),

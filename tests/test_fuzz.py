@@ -9,9 +9,13 @@ from collections import Counter
 
 import faulty_backends
 import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from toolkit import run
 
-from onnx_masked_rnn import fuzz
+from onnx_masked_rnn import fuzz, fuzz_comparison, inline
 from onnx_masked_rnn._worker import Worker
+from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
 
 SEED, CASES = 0, 300
 
@@ -39,12 +43,11 @@ def test_a_seeded_slice_agrees_on_every_path():
     assert set(unsupported) <= {
         fuzz.NO_DOUBLE_KERNEL,
         fuzz.NO_EMPTY_SCAN,
-        fuzz.OVERFLOW,
+        fuzz_comparison.OVERFLOW,
     }
 
 
 def test_the_slice_covers_every_op_dtype_layout_direction_and_mode():
-    from onnx_masked_rnn.attributes import ACTIVATIONS, DIRECTIONS, MASKED_OUTPUT_MODES, OP_SPECS
 
     cases = [fuzz.draw_case(SEED, i) for i in range(CASES)]
     first = [c.nodes[0] for c in cases]
@@ -84,7 +87,7 @@ def test_the_comparison_accepts_only_equally_right_results():
     exact = [np.array([1.0, 5.0, 2.0, -np.inf], f32)]
 
     def compare(*values: float) -> str | None:
-        return fuzz._compare([np.array(values, f32)], reference, np.dtype(f32), exact)
+        return fuzz_comparison.compare([np.array(values, f32)], reference, np.dtype(f32), exact)
 
     assert compare(1.0, np.nan, 2.0, np.inf) is None  # the reference
     assert compare(1.0, 5.0, 2.0, -np.inf) is None  # the exact result
@@ -103,8 +106,9 @@ def test_overflow_excuses_only_the_node_that_overflowed():
     first = len(case.nodes[0]["outputs"])  # outputs of node 0, then of node 1
     rounded[0] = rounded[0].copy()
     rounded[0].flat[0] = np.inf  # node 0's exact result exceeds the range
-    assert fuzz._differs_only_where_overflowed(case, {0}, rounded)  # node 0 differs
-    assert not fuzz._differs_only_where_overflowed(case, {first}, rounded)  # node 1 differs
+    node_of = case.node_of()
+    assert fuzz_comparison.differs_only_where_overflowed(node_of, {0}, rounded)  # node 0 differs
+    assert not fuzz_comparison.differs_only_where_overflowed(node_of, {first}, rounded)  # node 1 differs
 
 
 def _lstm_case(scale: float, activations: list[str]) -> fuzz.Case:
@@ -124,28 +128,30 @@ def _lstm_case(scale: float, activations: list[str]) -> fuzz.Case:
     return fuzz.Case(SEED, 0, 21, [node], feeds)
 
 
+def _sensitivity(case: fuzz.Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    return fuzz_comparison.sensitivity(case.reference, case.feeds, np.random.default_rng(0))
+
+
 def test_the_sensitivity_band_is_below_the_tolerance_where_the_recurrence_is_well_conditioned():
     """With LSTM's default activations and unit weights a one-ulp move of the inputs moves no
     output by a tenth of the tolerance, so the band excuses nothing there: a result off by ten
     times the tolerance is a mismatch. With LeakyRelu gates and large weights the same move
     changes outputs by more than the tolerance."""
-    rtol, atol = fuzz.TOLERANCE["float32"]
+    rtol, atol = fuzz_comparison.TOLERANCE["float32"]
     calm = _lstm_case(1.0, ["Sigmoid", "Tanh", "Tanh"])
-    exact, width = fuzz._sensitivity(calm)
+    exact, width = _sensitivity(calm)
     assert np.max(width[0]) < atol / 10, np.max(width[0])
     expected = calm.expected()
     off = [expected[0].copy()]
     off[0].flat[7] += 10 * (atol + rtol * abs(off[0].flat[7]))
-    assert "output 0 at" in fuzz._compare(off, expected, np.dtype(np.float32), band=(exact, width))
+    assert "output 0 at" in fuzz_comparison.compare(off, expected, np.dtype(np.float32), band=(exact, width))
 
-    _, wild = fuzz._sensitivity(_lstm_case(6.0, ["LeakyRelu", "Affine", "Affine"]))
+    _, wild = _sensitivity(_lstm_case(6.0, ["LeakyRelu", "Affine", "Affine"]))
     assert np.nanmax(wild[0]) > atol, np.nanmax(wild[0])
 
 
 def _one_step(op_type: str, activations: list[str], x: float) -> float:
     """onnxruntime's ``op_type`` kernel, hidden size 1, one step of input ``x`` with every weight 10."""
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
 
     gates = {"LSTM": 4, "GRU": 3}[op_type]
     shapes = {"X": [1, 1, 1], "W": [1, gates, 1], "R": [1, gates, 1]}
@@ -157,10 +163,9 @@ def _one_step(op_type: str, activations: list[str], x: float) -> float:
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = {"X": np.full((1, 1, 1), x, np.float32), "W": np.full(shapes["W"], 10.0, np.float32)}
     feeds["R"] = np.zeros(shapes["R"], np.float32)
-    return float(session.run(None, feeds)[0].ravel()[0])
+    return float(run(model, feeds)[0].ravel()[0])
 
 
 def test_onnxruntime_kernels_overflow_otherwise_than_ieee():
@@ -183,8 +188,6 @@ def test_a_path_as_near_the_exact_result_as_the_reference_agrees():
 
 def _sigmoid_as_exp(graph, dtype: int) -> None:
     """Replace every Sigmoid of ``graph`` and its subgraphs by ``1 / (1 + Exp(-x))``."""
-    import onnx
-    from onnx import helper
 
     nodes = []
     for k, node in enumerate(graph.node):
@@ -213,10 +216,6 @@ def test_the_one_mismatch_of_the_20000_case_run_is_onnxruntimes_sigmoid():
     1.95e-8 at x = -17.75), and the case's Affine gate multiplies that error past the tolerance.
     With its Sigmoid written as 1 / (1 + Exp(-x)), onnxruntime runs the same inlined body to the
     reference's value; onnx's ReferenceEvaluator agrees with the reference as inlined."""
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
-    from onnx_masked_rnn import inline
 
     graph = helper.make_graph(
         [helper.make_node("Sigmoid", ["x"], ["y"])],
@@ -225,8 +224,7 @@ def test_the_one_mismatch_of_the_20000_case_run_is_onnxruntimes_sigmoid():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    y = float(session.run(None, {"x": np.array([-17.7531], np.float32)})[0][0])
+    y = float(run(model, {"x": np.array([-17.7531], np.float32)})[0][0])
     exact = 1.0 / (1.0 + np.exp(17.7531))
     assert abs(y - exact) / exact > 4.0, (y, exact)
 
@@ -235,7 +233,5 @@ def test_the_one_mismatch_of_the_20000_case_run_is_onnxruntimes_sigmoid():
     assert fuzz.run_case(case, "onnx-reference scan") == ("agree", "")
     inlined = inline(case.model(), "scan")
     _sigmoid_as_exp(inlined.graph, TensorProto.FLOAT)
-    session = ort.InferenceSession(inlined.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
-    actual = session.run(None, {k: v for k, v in case.feeds.items() if k in names})
-    assert fuzz._compare(actual, case.expected(), np.dtype(np.float32)) is None
+    actual = run(inlined, case.feeds)
+    assert fuzz_comparison.compare(actual, case.expected(), np.dtype(np.float32)) is None

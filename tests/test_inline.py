@@ -295,8 +295,9 @@ def test_attribute_reference_is_refused():
 
 def test_native_strategy_dispatches(monkeypatch):
     """``strategy="native"`` builds each body with ``onnx_masked_rnn.native.build_native_function``
-    (helper NATIVE's module, imported lazily; its numbers are tested in tests/test_native*.py)."""
-    from onnx_masked_rnn import native
+    (its numbers are tested in tests/test_native*.py)."""
+    import importlib
+
     from onnx_masked_rnn.functions import build_scan_function
 
     calls = []
@@ -305,7 +306,7 @@ def test_native_strategy_dispatches(monkeypatch):
         calls.append((config.attrs.op_type, config.attrs.direction, config.present, opset, form))
         return build_scan_function(config, opset, form)
 
-    monkeypatch.setattr(native, "build_native_function", fake)
+    monkeypatch.setattr(importlib.import_module("onnx_masked_rnn.inline"), "build_native_function", fake)
     attrs = parse_attributes("MaskedLSTM", direction="bidirectional", hidden_size=H)
     feeds = lstm_inputs(attrs, seed=9)
     inlined = inline(make_model(attrs, feeds, MIN_OPSET), "native")

@@ -49,9 +49,9 @@ FRAMEWORK_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 def session(
     model: onnx.ModelProto | bytes | str | os.PathLike, *, optimize: bool = True
 ) -> ort.InferenceSession:
-    """An onnxruntime CPU session of ``model`` (a ModelProto, its bytes or a file's path), its warnings silenced;
-    ``optimize=False`` turns every graph optimization off (``ORT_DISABLE_ALL``: a Scan body must then
-    state the shapes of its outputs itself).
+    """An onnxruntime CPU session of ``model`` (a ModelProto, its bytes or a file's path), its
+    warnings silenced; ``optimize=False`` turns every graph optimization off (``ORT_DISABLE_ALL``:
+    a Scan body must then state the shapes of its outputs itself).
 
     One thread: the tests' models are tiny, and a thread pool per session cost more than it gained
     (20 x 2 sessions of a bidirectional MaskedLSTM, 3 runs each: 0.9 to 2.7 s on one thread, 2.6 to

@@ -25,15 +25,20 @@ vendor's backend.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import tempfile
 import unittest
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
 
-from onnx_masked_rnn import reference
+from onnx_masked_rnn import kernel, reference
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.attributes import OP_SPECS, attributes_from_node
@@ -78,8 +83,6 @@ class OnnxRuntimeBackend(_CPUBackend):
 
     @classmethod
     def session_options(cls) -> Any:
-        import onnxruntime as ort
-
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, cls.optimization_level)
@@ -88,8 +91,6 @@ class OnnxRuntimeBackend(_CPUBackend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
-        import onnxruntime as ort
-
         options = cls.session_options()
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
@@ -112,8 +113,6 @@ class OnnxRuntimeKernelBackend(OnnxRuntimeBackend):
     @classmethod
     def unavailable(cls) -> str | None:
         """Why this backend cannot run here (the kernel library was not built), or None."""
-        from onnx_masked_rnn import kernel
-
         try:
             kernel.library_path()
         except kernel.KernelNotBuiltError as error:
@@ -122,10 +121,6 @@ class OnnxRuntimeKernelBackend(OnnxRuntimeBackend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
-        import warnings
-
-        from onnx_masked_rnn import kernel
-
         if not any(n.domain == DOMAIN and n.op_type in OP_SPECS for n in walk_nodes(model.graph.node)):
             raise unittest.SkipTest(
                 "expanded variant (standard ops only): no masked node for the kernel to run; "
@@ -171,8 +166,6 @@ class TractBackend(_CPUBackend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
-        import tempfile
-
         import tract
 
         with tempfile.TemporaryDirectory() as folder:  # tract loads ONNX from a path only
@@ -257,8 +250,6 @@ class OnnxReferenceBackend(_CPUBackend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> _Rep:
-        from onnx.reference import ReferenceEvaluator
-
         reason = onnx_reference_limitation(model)
         if reason:
             raise unittest.SkipTest(reason)
@@ -287,8 +278,6 @@ BUILTIN: dict[str, Any] = {
 def missing_package(spec: str) -> str | None:
     """The Python package a built-in backend needs and that is not installed, or None (for
     ``onnxruntime-kernel``, whose package is this one: its library when that was not built)."""
-    import importlib.util
-
     backend = BUILTIN.get(spec)
     package = getattr(backend, "requires", None)
     if package and importlib.util.find_spec(package) is None:

@@ -20,9 +20,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from onnx_masked_rnn._walk import subgraphs, walk_nodes
 from onnx_masked_rnn.conformance.backends import resolve
 from onnx_masked_rnn.conformance.case import compare
 from onnx_masked_rnn.conformance.outcomes import Outcome
+from onnx_masked_rnn.reference import masked_lstm, masked_rnn
 
 __all__ = ["DEFECTS", "Defect", "Repro", "reproduce"]
 
@@ -87,8 +89,6 @@ def _model(
 
 def _lstm(dtype: type = np.float32, peepholes: bool = False, **attributes: object) -> Repro:
     """One forward LSTM node, seq_length 3, batch 2, input 2, hidden 3, random weights."""
-    from onnx_masked_rnn.reference import masked_lstm
-
     rng = np.random.default_rng(0)
     T, N, I, H = 3, 2, 2, 3
     values = {
@@ -111,8 +111,6 @@ def _lstm(dtype: type = np.float32, peepholes: bool = False, **attributes: objec
 
 def _lstm_batch_2_no_initial_state() -> Repro:
     """One LSTM node, batch 2, no ``initial_h``/``initial_c`` (nor B)."""
-    from onnx_masked_rnn.reference import masked_lstm
-
     rng = np.random.default_rng(0)
     values = {
         "X": rng.standard_normal((3, 2, 2)).astype(np.float32),
@@ -127,8 +125,6 @@ def _lstm_batch_2_no_initial_state() -> Repro:
 
 def _rnn(activation: str, **attributes: object) -> Repro:
     """One forward RNN node with the given activation, seq_length 3, batch 2, input 2, hidden 3."""
-    from onnx_masked_rnn.reference import masked_rnn
-
     rng = np.random.default_rng(0)
     values = {
         "X": rng.standard_normal((3, 2, 2)).astype(np.float32),
@@ -318,8 +314,6 @@ def _scan_split_at_run_time() -> Repro:
 
 
 def _lstm_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
-    from onnx_masked_rnn._walk import walk_nodes
-
     return [n for n in walk_nodes(model.graph.node) if n.op_type == "LSTM" and n.domain in ("", "ai.onnx")]
 
 
@@ -337,8 +331,6 @@ def _is_float64(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
 
 def _has_a_scan_without_where(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
     """A Scan body with no ``Where``: no mask and no sequence_lens, each step's state is its output."""
-    from onnx_masked_rnn._walk import subgraphs, walk_nodes
-
     return any(
         n.op_type == "Scan"
         and not any(b.op_type == "Where" for g in subgraphs(n) for b in walk_nodes(g.node))

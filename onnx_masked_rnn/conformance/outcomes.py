@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "FAILED",
     "ORT_NO_FLOAT64_KERNEL",
@@ -28,6 +30,7 @@ __all__ = [
     "UNSUPPORTED",
     "Outcome",
     "classify_error",
+    "describe_mismatch",
     "summarize_error",
 ]
 
@@ -143,8 +146,6 @@ _FIRST = ("step", "row", "direction", "hidden")
 def _first_difference(off: Any, layout: int | None) -> tuple[tuple[int, ...], str]:
     """The index of the first element that differs and where that is, e.g. ``step 1, row 0,
     direction 0, hidden 2`` when ``layout`` (0 or 1) says what the axes are, else the index."""
-    import numpy as np
-
     axes = _AXES.get((off.ndim, layout))
     if axes is None:
         index = tuple(int(i) for i in np.argwhere(off)[0])
@@ -170,8 +171,6 @@ def describe_mismatch(
     first differing element is (the earliest step, then row, when ``layout``, the masked op's
     attribute, says which axes those are) and its expected and actual values. ``names``: the
     outputs' names."""
-    import numpy as np
-
     if len(outputs) != len(expected):
         return f"{len(outputs)} outputs, expected {len(expected)}"
     parts = []

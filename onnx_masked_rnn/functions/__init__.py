@@ -7,7 +7,9 @@ it supplies, to the outputs it lists and to ``X``'s element type, and holds only
 :mod:`.cells` holds the three cells (as ``reference.lstm_cell``/``gru_cell``/``rnn_cell``),
 :mod:`.masked_scan` the masking (as ``reference.masked_recurrence``), and :func:`op_body` below
 the layout and the directions around them (as ``reference``'s ``_run``), and
-:func:`nothing_processed` the result when there is no step to process.
+:func:`nothing_processed` the result when there is no step to process. The native expansion
+(``native``) builds its functions from the same parts: :func:`formal_inputs`,
+:func:`declared_outputs`, :func:`nothing_processed` and :func:`to_function_proto`.
 
 Edge sizes: ``batch_size`` 0 and ``seq_length`` 0 give an empty ``Y`` and the initial states
 (zeros when absent) as ``Y_h``/``Y_c``.
@@ -21,13 +23,27 @@ import functools
 import numpy as np
 import onnx
 import onnx_ir as ir
+from onnxscript import build_function
 
 from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn.attributes import RNNAttributes
 from onnx_masked_rnn.functions.cells import constant, gru_cell, lstm_cell, rnn_cell
 from onnx_masked_rnn.functions.masked_scan import SCAN_FORMS, effective_mask, masked_scan
 
-__all__ = ["MIN_OPSET", "SCAN_FORMS", "Configuration", "build_scan_function", "check_opset", "max_opset"]
+__all__ = [
+    "FLOAT_TYPES",
+    "MIN_OPSET",
+    "SCAN_FORMS",
+    "Configuration",
+    "build_scan_function",
+    "check_form",
+    "check_opset",
+    "declared_outputs",
+    "formal_inputs",
+    "max_opset",
+    "nothing_processed",
+    "to_function_proto",
+]
 
 MIN_OPSET = 18
 """The oldest ai.onnx opset the bodies support (they use Split's ``num_outputs``, new in 18)."""
@@ -93,6 +109,7 @@ def check_opset(opset: int) -> None:
 
 
 def check_form(form: str) -> None:
+    """Raise ``ValueError`` unless ``form`` is one of :data:`SCAN_FORMS`."""
     if form not in SCAN_FORMS:
         raise ValueError(f"scan_form must be one of {list(SCAN_FORMS)}, got {form!r}")
 
@@ -184,9 +201,6 @@ def build_scan_function(config: Configuration, opset: int, form: str = "portable
 
 @functools.lru_cache(maxsize=256)
 def _build(config: Configuration, opset: int, form: str) -> onnx.FunctionProto:
-    # onnxscript is imported on first use only: importing the package stays cheap.
-    from onnxscript import build_function
-
     spec = config.attrs.spec
     function = build_function(
         lambda op, *values: op_body(op, config, form, *values),

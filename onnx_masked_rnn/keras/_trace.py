@@ -19,6 +19,7 @@ import onnx
 import torch
 
 from onnx_masked_rnn.keras.layers import ConvertedLayer, ExportWarning, UnsupportedLayerError, convert_layer
+from onnx_masked_rnn.torch import OPS, export
 
 __all__ = ["dynamic_sequential", "recurrent_layers", "routed", "trace"]
 
@@ -44,8 +45,6 @@ def _time_distributed_layers(model: Any) -> list[Any]:
 def _loop(layer: Any, converted: ConvertedLayer) -> Callable[..., Any]:
     """A replacement for ``layer.inner_loop``: the masked op with the layer's converted weights,
     returning what Keras' torch ``backend.rnn`` returns, ``(last_output, outputs, states)``."""
-    from onnx_masked_rnn.torch import OPS
-
     op = OPS[converted.op_type]
     dtype = getattr(torch, keras.backend.standardize_dtype(layer.compute_dtype))
     weights = {name: torch.from_numpy(value).to(dtype) for name, value in converted.weights.items()}
@@ -258,8 +257,6 @@ def _check_outputs(onnx_model: onnx.ModelProto, model: Any) -> None:
 def trace(model: Any, input_signature: Any, strategy: str, report: Callable[[str], None]) -> onnx.ModelProto:
     """The ONNX model of ``model`` with one masked node per recurrent layer direction, in the form
     ``strategy`` asks for (:func:`onnx_masked_rnn.torch.export` does the export and the strategy)."""
-    from onnx_masked_rnn.torch import export
-
     if input_signature is None:
         model = dynamic_sequential(model, report)
     layers = recurrent_layers(model)

@@ -13,7 +13,8 @@ import sys
 import warnings
 
 from onnx_masked_rnn.cli import first_line
-from onnx_masked_rnn.keras.export import STRATEGIES, WARNING_PREFIX
+from onnx_masked_rnn.keras._custom import load_specs
+from onnx_masked_rnn.keras.export import STRATEGIES, WARNING_PREFIX, export
 from onnx_masked_rnn.keras.layers import ExportWarning
 
 __all__ = ["add_arguments", "run"]
@@ -45,9 +46,6 @@ def run(args: argparse.Namespace) -> int:
     ``FileNotFoundError`` for the CLI to print; a failure of the exporter itself is printed here."""
     if "keras" not in sys.modules:
         os.environ["KERAS_BACKEND"] = "torch"
-    from onnx_masked_rnn.keras._custom import load_specs
-    from onnx_masked_rnn.keras.export import export
-
     if not os.path.isfile(args.model):
         raise FileNotFoundError(f"MODEL: no such file {args.model!r}")
     try:

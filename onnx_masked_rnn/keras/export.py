@@ -36,6 +36,7 @@ from onnx_masked_rnn._domain import DOMAIN
 from onnx_masked_rnn._files import write_atomic
 from onnx_masked_rnn.extras import installed, missing_dependency
 from onnx_masked_rnn.keras._backend import import_keras
+from onnx_masked_rnn.keras._custom import check_backend_calls, child_specs, custom_objects_for
 from onnx_masked_rnn.keras.layers import ExportWarning
 
 __all__ = [
@@ -147,7 +148,6 @@ def export(
     if "keras" not in sys.modules:
         os.environ.setdefault("KERAS_BACKEND", "torch")
     keras = import_keras()
-    from onnx_masked_rnn.keras._custom import check_backend_calls, child_specs, custom_objects_for
 
     start = time.perf_counter()
     if isinstance(model, str | os.PathLike):

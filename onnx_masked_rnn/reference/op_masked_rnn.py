@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 from onnx.reference.op_run import OpRun
 
 from onnx_masked_rnn._domain import DOMAIN
@@ -31,6 +32,7 @@ __all__ = [
     "MaskedRNN",
     "masked_gru",
     "masked_lstm",
+    "masked_recurrence",
     "masked_rnn",
 ]
 
@@ -160,13 +162,29 @@ def _check_array(name: str, value: np.ndarray | None, dtype: np.dtype | None) ->
         raise ValueError(f"input {name!r} must have the dtype of X ({dtype}), got {value.dtype}")
 
 
-def _run(attrs: RNNAttributes, inputs: dict[str, np.ndarray | None]) -> tuple[np.ndarray, ...]:
+def _float_dtype(compute_dtype: npt.DTypeLike) -> np.dtype:
+    """``compute_dtype`` as a numpy dtype; ``ValueError`` unless it is one of the four floats."""
+    try:
+        dtype = np.dtype(compute_dtype)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.type not in _FLOATS:
+        raise ValueError(
+            f"compute_dtype must be float16, bfloat16, float32 or float64, got {compute_dtype!r}"
+        )
+    return dtype
+
+
+def _run(
+    attrs: RNNAttributes, inputs: dict[str, np.ndarray | None], compute_dtype: npt.DTypeLike | None = None
+) -> tuple[np.ndarray, ...]:
     """Validate everything, then run every direction of ``attrs.op_type``."""
     spec = attrs.spec
     X = inputs["X"]
     if not isinstance(X, np.ndarray) or X.dtype.type not in _FLOATS:
         dtype = getattr(X, "dtype", type(X).__name__)
         raise ValueError(f"input 'X' must be a float16, bfloat16, float32 or float64 array, got {dtype}")
+    computed_in = None if compute_dtype is None else _float_dtype(compute_dtype)
     for name in spec.inputs:
         if name not in ("X", "sequence_lens", "mask"):
             _check_array(name, inputs.get(name), X.dtype)
@@ -186,8 +204,8 @@ def _run(attrs: RNNAttributes, inputs: dict[str, np.ndarray | None]) -> tuple[np
     if seq_lens is not None and ((seq_lens < 0) | (seq_lens > Tn)).any():
         raise ValueError(f"input 'sequence_lens' must lie in [0, seq_length={Tn}], got {seq_lens.tolist()}")
 
-    # Compute in float32 for float16 and bfloat16 inputs; in the input's own type otherwise.
-    compute = np.dtype(np.float32) if X.dtype in _COMPUTED_IN_FLOAT32 else X.dtype
+    # By default in float32 for float16 and bfloat16 inputs; in the input's own type otherwise.
+    compute = computed_in or (np.dtype(np.float32) if X.dtype in _COMPUTED_IN_FLOAT32 else X.dtype)
 
     def get(name: str, default_shape: tuple[int, ...] | None = None) -> np.ndarray | None:
         value = inputs.get(name)
@@ -255,12 +273,16 @@ def masked_lstm(
     initial_c: np.ndarray | None = None,
     P: np.ndarray | None = None,
     mask: np.ndarray | None = None,
+    *,
+    compute_dtype: npt.DTypeLike | None = None,
     **attributes: object,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """MaskedLSTM; returns ``(Y, Y_h, Y_c)``. Attributes by their ONNX names."""
+    """MaskedLSTM; returns ``(Y, Y_h, Y_c)``. Attributes by their ONNX names. ``compute_dtype``: the
+    dtype every operation computes in (default: float32 for float16 and bfloat16 ``X``, ``X``'s own
+    otherwise; e.g. float16 rounds at every operation); the outputs have ``X``'s dtype."""
     attrs = parse_attributes("MaskedLSTM", **attributes)
     values = (X, W, R, B, sequence_lens, initial_h, initial_c, P, mask)
-    return _run(attrs, _inputs("MaskedLSTM", values))  # type: ignore[return-value]
+    return _run(attrs, _inputs("MaskedLSTM", values), compute_dtype)  # type: ignore[return-value]
 
 
 def masked_gru(
@@ -271,12 +293,15 @@ def masked_gru(
     sequence_lens: np.ndarray | None = None,
     initial_h: np.ndarray | None = None,
     mask: np.ndarray | None = None,
+    *,
+    compute_dtype: npt.DTypeLike | None = None,
     **attributes: object,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MaskedGRU; returns ``(Y, Y_h)``. Attributes by their ONNX names."""
+    """MaskedGRU; returns ``(Y, Y_h)``. Attributes by their ONNX names. ``compute_dtype``: what the
+    recurrence computes in (:func:`masked_lstm`)."""
     attrs = parse_attributes("MaskedGRU", **attributes)
     values = (X, W, R, B, sequence_lens, initial_h, mask)
-    return _run(attrs, _inputs("MaskedGRU", values))  # type: ignore[return-value]
+    return _run(attrs, _inputs("MaskedGRU", values), compute_dtype)  # type: ignore[return-value]
 
 
 def masked_rnn(
@@ -287,12 +312,15 @@ def masked_rnn(
     sequence_lens: np.ndarray | None = None,
     initial_h: np.ndarray | None = None,
     mask: np.ndarray | None = None,
+    *,
+    compute_dtype: npt.DTypeLike | None = None,
     **attributes: object,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MaskedRNN; returns ``(Y, Y_h)``. Attributes by their ONNX names."""
+    """MaskedRNN; returns ``(Y, Y_h)``. Attributes by their ONNX names. ``compute_dtype``: what the
+    recurrence computes in (:func:`masked_lstm`)."""
     attrs = parse_attributes("MaskedRNN", **attributes)
     values = (X, W, R, B, sequence_lens, initial_h, mask)
-    return _run(attrs, _inputs("MaskedRNN", values))  # type: ignore[return-value]
+    return _run(attrs, _inputs("MaskedRNN", values), compute_dtype)  # type: ignore[return-value]
 
 
 class _CommonMaskedRNN(OpRun):

@@ -21,7 +21,7 @@ from onnx import numpy_helper
 from toolkit import parse_tensor, same_output
 
 from onnx_masked_rnn import cli
-from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, _float32, parse_node
+from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, parse_node, round_to_float32
 from onnx_masked_rnn.conformance import DATA_DIR, runner
 from onnx_masked_rnn.conformance.generate import MANIFEST, generate
 from onnx_masked_rnn.conformance.suite import VARIANTS, load_cases
@@ -150,7 +150,9 @@ def _facts(case: str) -> set[str]:
             continue
         if not {"activation_alpha", "activation_beta"} & given:
             facts.add(f"activation={act.name}:default_parameters")
-        elif (takes_alpha and act.alpha != _float32(alpha)) or (takes_beta and act.beta != _float32(beta)):
+        elif (takes_alpha and act.alpha != round_to_float32(alpha)) or (
+            takes_beta and act.beta != round_to_float32(beta)
+        ):
             facts.add(f"activation={act.name}:non_default_parameters")
     if case == "test_masked_lstm_seed000_embedding_carry":
         if attrs.layout == 1 and attrs.masked_output == "carry" and _mask_patterns(mask) == {"right_padded"}:

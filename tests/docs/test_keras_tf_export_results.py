@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from toolkit import ROOT
+
 RESULTS = ROOT / "docs" / "results" / "keras_tf_export.json"
 
 

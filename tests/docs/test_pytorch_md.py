@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 import runpy
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from toolkit import ROOT
+
 EXAMPLE = ROOT / "examples" / "pytorch_masked_tagger.py"
 
 

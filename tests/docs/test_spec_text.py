@@ -20,14 +20,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnx.defs
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
+from toolkit import ROOT, run
 
 from onnx_masked_rnn import reference
-from onnx_masked_rnn.attributes import ACTIVATIONS, _float32, parse_attributes
+from onnx_masked_rnn.attributes import ACTIVATIONS, parse_attributes, round_to_float32
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC_FILES = sorted((ROOT / "spec").glob("*.md"))
 DOCUMENTS = [*SPEC_FILES, ROOT / "proposal.md", ROOT / "upstream" / "lstm-doc-clarification.md"]
 NOTE_MARKER = "> **Note (non-normative)**"
@@ -138,7 +137,7 @@ def test_activation_defaults_are_the_onnx_operators(name: str) -> None:
         assert (parameter in schema.attributes) == takes == (printed is not None), (name, parameter)
         if takes:
             onnx_default = schema.attributes[parameter].default_value.f
-            assert _float32(code) == onnx_default, (name, parameter, code, onnx_default)
+            assert round_to_float32(code) == onnx_default, (name, parameter, code, onnx_default)
             assert f"{printed:g}" == f"{onnx_default:g}", (name, parameter, printed, onnx_default)
     assert source == (f"ONNX {name}-{schema.since_version}" if takes_alpha or takes_beta else "-")
 
@@ -250,8 +249,7 @@ def _onnxruntime_rnn(inputs: dict[str, np.ndarray], **attributes) -> np.ndarray:
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)[0]
+    return run(model, inputs)[0]
 
 
 OTHER_DEFAULTS = {"ThresholdedRelu", "Affine", "ScaledTanh"}

@@ -9,7 +9,7 @@ at every masked step, which must reach no output. The ReferenceEvaluator's Scan 
 direction attributes, which the reverse direction uses: for those cases it gets a Scan that
 honours them (:class:`onnx_masked_rnn.testing.Scan`).
 
-Tolerances (``assert_allclose``): float32 rtol 1e-4, atol 1e-5; float64 rtol 1e-9, atol 1e-12.
+Tolerances: ``toolkit.BY_DTYPE`` (float32 rtol 1e-4, atol 1e-5; float64 rtol 1e-9, atol 1e-12).
 alpha, beta and clip are dyadic, so their float32 attribute encoding is exact in float64 too.
 """
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
 from oracles import REFERENCE, assert_close
+from toolkit import BY_DTYPE, FLOAT16_TOLERANCE, FLOAT64_TOLERANCE, run
 
 from onnx_masked_rnn import DOMAIN, attach_functions, inline
 from onnx_masked_rnn._walk import walk_nodes
@@ -41,7 +41,6 @@ from onnx_masked_rnn.testing import Scan, make_model, random_inputs
 
 T, N, I, H = 5, 3, 4, 6
 NEWEST = max_opset()
-TOLERANCE = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-9, "atol": 1e-12}}
 ALPHAS, BETAS = (0.75, 0.5, 1.25, 0.25), (0.5, 0.25, -0.5, 0.125)
 OPTIONAL = ("B", "sequence_lens", "initial_h", "initial_c", "P", "mask")
 
@@ -160,23 +159,10 @@ def prepared(case: Case) -> tuple[onnx.ModelProto, dict[str, np.ndarray], tuple[
     return make_model(attrs, inputs, case.opset), inputs, expected
 
 
-def run_onnxruntime(
-    model: onnx.ModelProto, inputs: dict[str, np.ndarray], optimize: bool = True
-) -> list[np.ndarray]:
-    """onnxruntime with its graph optimizations (``optimize``) or none (``ORT_DISABLE_ALL``, where
-    a Scan body must state the shapes of its outputs itself)."""
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    if not optimize:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
-
-
 def check(oracle: str, case: Case, actual, expected) -> None:
     dtype = np.dtype(case.dtype).name
     assert all(np.isfinite(a).all() for a in actual), "a NaN of a masked step reached an output"
-    assert_close(f"{oracle} {dtype}", actual, expected, **TOLERANCE[case.dtype])
+    assert_close(f"{oracle} {dtype}", actual, expected, **BY_DTYPE[case.dtype])
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -186,7 +172,7 @@ def test_onnxruntime_attached(case):
         attached = attach_functions(model, scan_form=form)
         onnx.checker.check_model(attached, full_check=True)
         for optimize in (True, False):
-            actual = run_onnxruntime(attached, inputs, optimize)
+            actual = run(attached, inputs, optimize=optimize)
             check(f"onnxruntime, attach_functions {form} optimize={optimize}", case, actual, expected)
 
 
@@ -197,7 +183,7 @@ def test_onnxruntime_inlined(case):
         inlined = inline(model, "scan", scan_form=form)
         onnx.checker.check_model(inlined, full_check=True)
         for optimize in (True, False):
-            actual = run_onnxruntime(inlined, inputs, optimize)
+            actual = run(inlined, inputs, optimize=optimize)
             check(f"onnxruntime, inline scan {form} optimize={optimize}", case, actual, expected)
 
 
@@ -338,10 +324,9 @@ def test_every_opset_runs(opset):
     expected = REFERENCE["MaskedGRU"](**inputs, **attrs.to_onnx())
     assert_close(
         "onnxruntime, attach_functions float64",
-        run_onnxruntime(model, inputs),
+        run(model, inputs),
         expected,
-        rtol=1e-9,
-        atol=1e-12,
+        **FLOAT64_TOLERANCE,
     )
 
 
@@ -356,9 +341,9 @@ def test_float16(op_type):
     expected = REFERENCE[op_type](**inputs, **attrs.to_onnx())
     model = make_model(attrs, inputs, MIN_OPSET)
     for prepared_model in (attach_functions(model), inline(model)):
-        actual = run_onnxruntime(prepared_model, inputs)
+        actual = run(prepared_model, inputs)
         assert all(a.dtype == np.float16 for a in actual)
-        assert_close("onnxruntime float16", actual, expected, rtol=1e-2, atol=1e-2)
+        assert_close("onnxruntime float16", actual, expected, **FLOAT16_TOLERANCE)
 
 
 @pytest.mark.parametrize(
@@ -375,4 +360,4 @@ def test_onnxruntime_lacks_float64_kernels_of_named_activations(name):
     )
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
     with pytest.raises(Exception, match="NOT_IMPLEMENTED|Could not find an implementation"):
-        run_onnxruntime(model, {"x": np.array([0.5, -1.0])})
+        run(model, {"x": np.array([0.5, -1.0])})

@@ -14,8 +14,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from toolkit import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 NO_TENSORFLOW = pytest.mark.skipif(not HAS_TENSORFLOW, reason="TensorFlow is not installed here")
 # The backends a user exports from, other than the torch backend the export itself runs on.

@@ -16,10 +16,10 @@ from pathlib import Path
 import keras
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from keras_architectures import ARCHITECTURES, batch, build
 from oracles import assert_close
+from toolkit import session
 
 from onnx_masked_rnn import DOMAIN, inline
 from onnx_masked_rnn.keras import export
@@ -35,12 +35,6 @@ ORACLE = "Keras predict vs onnxruntime, export"
 SHAPES = ((2, 4), (5, 9))  # (batch, time): two batch sizes, two lengths
 MASK_KINDS = ("right_padded", "left_padded", "holes", "one_row_masked")
 STRATEGIES = ("function", "scan", "native")
-
-
-def _session(model: onnx.ModelProto) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 @pytest.fixture(scope="module", params=list(ARCHITECTURES))
@@ -78,13 +72,13 @@ def test_batch_and_time_are_dynamic(exported) -> None:
 @pytest.mark.parametrize("kind", MASK_KINDS)
 def test_equals_keras_predict(exported, kind: str) -> None:
     name, model, forms = exported
-    sessions = {strategy: _session(form) for strategy, form in forms.items()}
+    sessions = {strategy: session(form) for strategy, form in forms.items()}
     rng = np.random.default_rng(len(name) + MASK_KINDS.index(kind))
     for n, t in SHAPES:
         inputs = batch(model, n, t, kind, rng)
         expected = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
         expected = expected if isinstance(expected, list) else [expected]
-        for strategy, session in sessions.items():
-            feeds = {i.name: value for i, value in zip(session.get_inputs(), inputs)}
-            actual = session.run(None, feeds)
+        for strategy, runner in sessions.items():
+            feeds = {i.name: value for i, value in zip(runner.get_inputs(), inputs)}
+            actual = runner.run(None, feeds)
             assert_close(f"{ORACLE} ({strategy})", actual, expected, rtol=1e-5, atol=1e-5)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import onnxruntime as ort
 import pytest
 from keras_architectures import batch, build
 from oracles import assert_close
+from toolkit import ROOT, session
 
 from onnx_masked_rnn.keras import UnsupportedLayerError, convert_layer, export
 
@@ -26,16 +26,14 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:__array__ implementation doesn't accept a copy:DeprecationWarning"
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", **extra}
 
 
 def _run_onnx(path: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return session.run(None, {i.name: v for i, v in zip(session.get_inputs(), inputs)})
+    runner = session(path)
+    return runner.run(None, {i.name: v for i, v in zip(runner.get_inputs(), inputs)})
 
 
 def test_cli_convert_keras_file(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from oracles import REFERENCE, assert_close
+from toolkit import FRAMEWORK_TOLERANCE
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -31,7 +32,6 @@ CLASSES = {
     "RNN-tanh": (MaskedRNN, {"nonlinearity": "tanh"}),
     "RNN-relu": (MaskedRNN, {"nonlinearity": "relu"}),
 }
-TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
 
 
 def _random_hx(cls: type, num_states: int, dtype: torch.dtype) -> object:
@@ -72,7 +72,7 @@ def test_equals_packed_sequence(
             expected_output, expected_state = module(packed, hx)
             expected_output, _ = pad_packed_sequence(expected_output, batch_first, total_length=T)
             output, state = masked(x, hx, mask)
-        tol = TOLERANCE[dtype]
+        tol = FRAMEWORK_TOLERANCE[str(dtype).removeprefix("torch.")]
         assert_close(
             f"nn.{name} packed (torch modules)",
             _flat(output, state),

@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
+import toolkit
 import torch
 from oracles import assert_close
 
@@ -77,10 +77,10 @@ def test_exported_model_matches_eager(strategy: str, dtype: torch.dtype, tmp_pat
     x_shape = [d.dim_param or d.dim_value for d in exported.graph.input[0].type.tensor_type.shape.dim]
     assert isinstance(x_shape[0], str) and isinstance(x_shape[1], str) and x_shape[2] == I, x_shape
 
-    session = ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = toolkit.session(exported)
     names = [i.name for i in session.get_inputs()]
     rng = np.random.default_rng(1)
-    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    tol = toolkit.FRAMEWORK_TOLERANCE[str(dtype).removeprefix("torch.")]
     for N, T in [(2, 7), (5, 3)]:
         for kind in MASK_KINDS:
             inputs = _inputs(N, T, kind, rng, dtype)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import copy
 
-import onnxruntime as ort
 import packed_helpers
 import pytest
+import toolkit
 import torch
 from oracles import assert_close
 from torch import nn
@@ -157,7 +157,7 @@ def test_unchanged_packed_model_exports(case) -> None:
     swap(model)
     exported = export(model, traced, dynamic_shapes=dynamic)
     assert _restored(model)
-    session = ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = toolkit.session(exported)
     names = [i.name for i in session.get_inputs()]
     for run in runs:
         # A longest row shorter than the padded input: the output's length is max(lengths) (or

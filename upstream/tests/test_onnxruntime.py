@@ -77,7 +77,9 @@ def test_mask_of_another_shape_fails_at_run_time() -> None:
         ],
         [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
     )
-    model = with_cpp_body(helper.make_model(graph, opset_imports=[helper.make_opsetid(PREVIEW, 1)]))
+    # The body takes the model's ai.onnx opset (it imports none of its own).
+    opsets = [helper.make_opsetid(PREVIEW, 1), helper.make_opsetid("", 22)]
+    model = with_cpp_body(helper.make_model(graph, opset_imports=opsets))
     X = np.ones((4, 3, 2), np.float32)
     W, R = np.ones((1, 12, 2), np.float32), np.ones((1, 12, 3), np.float32)
     run_onnxruntime(model, [X, W, R, np.ones((4, 3), bool)])  # the right shape runs

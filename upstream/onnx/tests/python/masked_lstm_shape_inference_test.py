@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from masked_rnn_test_utils import OPSET_IMPORTS, MaskedRNNShapeInferenceHelper
+from masked_rnn_test_utils import (
+    OPSET_IMPORTS,
+    H,
+    MaskedRNNShapeInferenceHelper,
+    N,
+    T,
+    full_shapes,
+    static_errors,
+)
 
 import onnx
 from onnx import TensorProto
@@ -58,4 +66,41 @@ class TestMaskedLSTMShapeInference(MaskedRNNShapeInferenceHelper):
             "MaskedLSTM", (7, 3, 5), (TensorProto.FLOAT, (7, 3))
         )
         with pytest.raises(onnx.shape_inference.InferenceError, match="mask"):
+            self._strictly_inferred(graph)
+
+    def test_masked_lstm_every_input(self) -> None:
+        # Every input present and consistent, batch-major and bidirectional.
+        graph = self._full_graph(
+            "MaskedLSTM",
+            {"layout": 1, "direction": "bidirectional"},
+            full_shapes("MaskedLSTM", num_directions=2, layout=1),
+            {},
+            [T, 0, 2],
+        )
+        state = (N, 2, H)
+        expected = [(N, T, 2, H), state, state]
+        self._assert_inferred(
+            graph,
+            [
+                make_tensor_value_info(name, TensorProto.FLOAT, shape)
+                for name, shape in zip(["Y", "Y_h", "Y_c"], expected, strict=False)
+            ],
+            opset_imports=OPSET_IMPORTS,
+        )
+
+    @pytest.mark.parametrize(
+        ("attributes", "shapes", "types", "sequence_lens", "name"),
+        static_errors("MaskedLSTM"),
+    )
+    def test_masked_lstm_static_error(
+        self,
+        attributes: dict[str, Any],
+        shapes: dict[str, tuple[int, ...]],
+        types: dict[str, int],
+        sequence_lens: list[int] | None,
+        name: str,
+    ) -> None:
+        # Each error of the doc string's list is rejected, naming its input or attribute.
+        graph = self._full_graph("MaskedLSTM", attributes, shapes, types, sequence_lens)
+        with pytest.raises(onnx.shape_inference.InferenceError, match=f"'{name}'"):
             self._strictly_inferred(graph)

@@ -18,6 +18,99 @@ namespace {
 
 using namespace masked_rnn;
 
+// The doc text, from the package's one source of it.
+// BEGIN GENERATED doc by scripts/generate_upstream_doc.py from onnx_masked_rnn/schema_doc.py; do not edit
+constexpr const char* kDocHead = R"DOC(
+Computes a one-layer GRU over sequences that may have masked steps anywhere.
+It is GRU-22 (the same inputs in the same positions, attributes, defaults, outputs and cell
+equations) with one more optional input, `mask`, and one more attribute, `masked_output`. A
+masked step leaves the state unchanged, its input reaches no output, and `masked_output` says
+what the output holds there. With `mask` absent and `masked_output` at its default, the operator
+computes what GRU-22 computes, `sequence_lens` included, with one exception: for a row of
+length 0, whose Y_h GRU-22 leaves undefined, Y_h is the initial state. Replacing
+a GRU-22 node by a MaskedGRU node changes nothing else.
+)DOC";
+constexpr const char* kDocTail = R"DOC(
+Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta and
+ScaledTanh(x) = alpha*Tanh(beta*x). Walking `activations` in order, each function that takes alpha
+consumes the next unused value of `activation_alpha`, each that takes beta the next unused value of
+`activation_beta`, and a function that does not take a parameter consumes none; a function that
+finds the list exhausted takes its default (alpha: Affine 1, LeakyRelu 0.01, ThresholdedRelu 1,
+ScaledTanh 1, HardSigmoid 0.2, Elu 1; beta: Affine 0, ScaledTanh 1, HardSigmoid 0.5: the ONNX
+operators' defaults, and for Affine and ScaledTanh those of this specification). Values that no
+function consumes are an error. Names are matched without regard to letter case.
+
+`clip` bounds the arguments of f and g.
+
+Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
+seq_length-1 .. 0 reverse; "previous" means previously processed):
+
+* mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
+* H't = the cell equations applied to Xt and Ht-1
+* Ht = mt ? H't : Ht-1
+* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
+  processed step)
+* Y_h = the state after the last step: initial_h (0 if absent) for a row with no
+  processed step, including every row when seq_length is 0.
+
+`a ? b : c` selects per row: a value of X at a skipped step reaches no output, and NaN or Inf
+there changes no output. Outputs are time-aligned in every direction: Yt belongs to input step t,
+and the reverse direction of a row starts at its last processed step.
+
+Empty inputs:
+
+batch_size 0 and seq_length 0 are valid, not errors. With batch_size 0 every output is empty.
+With seq_length 0, Y is empty and Y_h is initial_h (0 if absent); `sequence_lens`,
+if given, is then all 0.
+
+Element types:
+
+The float inputs and the outputs share one type T; `sequence_lens` is int32 and `mask` is bool.
+The float attributes hold float32 values. In float and double the result is that of the equations
+in that type, up to rounding; in float16 and bfloat16 an implementation may compute in the type or
+in a wider one, and round the outputs to T.
+
+Errors:
+
+Shape inference rejects a node with any of these, each decidable from attributes, element types,
+known dimensions and constant inputs:
+
+* `direction` not one of forward, reverse, bidirectional;
+* `layout` not 0 or 1;
+* `masked_output` not one of zero, carry;
+* `linear_before_reset` not 0 or 1;
+* `clip` NaN, zero or negative;
+* `hidden_size` zero or negative;
+* `activations` of another length than 2 times num_directions, or naming a function that is not one
+  of the activation functions;
+* values of `activation_alpha` or `activation_beta` that no function consumes;
+* an input of another element type than its type constraint allows, or float inputs of different
+  types;
+* `X`, `W`, `R`, `initial_h` not of rank 3, `B`, `mask` not of rank 2, `sequence_lens` not of rank
+  1;
+* a known dimension that contradicts another: `W` not `[num_directions, 3*hidden_size, input_size]`,
+  `R` not `[num_directions, 3*hidden_size, hidden_size]`, `B` not `[num_directions, 6*hidden_size]`,
+  `initial_h` not the state shape of `layout`, `sequence_lens` not `[batch_size]`, `mask` not the
+  first two axes of `X` (hidden_size from the attribute when given, else from `R`; num_directions
+  from `direction`);
+* a constant `sequence_lens` with a value outside [0, seq_length], seq_length known.
+
+At run time an implementation rejects what shape inference could not see: the same shape
+conditions on the actual tensors, and `sequence_lens` values outside [0, seq_length]. The
+function body rejects at run time a `mask` that is not the shape of the first two axes of X (it
+concatenates `mask` with a tensor of that shape); it checks no other run-time condition, and for
+inputs that violate one what it computes is undefined.
+)DOC";
+constexpr const char* kMaskDoc = R"DOC(
+Optional boolean tensor marking the steps to process; a false entry skips that step of that row: the state is carried across it unchanged, its value of `X` reaches no output, and `Y` at that step is set by `masked_output`. It has the shape of the first two axes of `X`: `[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1. If not specified - assumed all true.
+)DOC";
+constexpr const char* kMaskedOutputDoc = R"DOC(
+What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero` (default): 0; with `mask` absent the operator then computes what GRU-22 computes. `carry`: the `Y` of the previous processed step of the same direction, 0 before the first processed step. Any other value is an error. The state and `Y_h` do not depend on it.
+)DOC";
+// END GENERATED doc
+
+const MaskedOp kMaskedGRU{"MaskedGRU", 3, 2, 6, "linear_before_reset", kDocHead, kDocTail, kMaskDoc, kMaskedOutputDoc};
+
 bool BuildMaskedGRUFunctionBody(
     const FunctionBodyBuildContext& ctx,
     const OpSchema& schema,
@@ -30,42 +123,44 @@ bool BuildMaskedGRUFunctionBody(
     return false;
   BodyText text(x_type->tensor_type().elem_type());
   const bool masked = AddPrologue(text, ctx, attrs, 4, 5, -1, 6);
-  text << "zr_count = Constant <value_ints = [2]> ()";
-  text << "H_zr = Mul (H, zr_count)";
-  text << "zr_h = Concat <axis = 0> (H_zr, H)";
+  text.Add(R"ONNX(
+    zr_count = Constant <value = int64[1] {2}> ()
+    H_zr = Mul (H, zr_count)
+    zr_h = Concat <axis = 0> (H_zr, H)
+  )ONNX");
   const bool reset_bias = attrs.linear_before_reset && ctx.hasInput(3);
   for (int d = 0; d < attrs.num_directions(); ++d) {
     const std::string s = "_" + std::to_string(d);
     const auto& acts = attrs.activations[d];
-    text << "dir" + s + " = Constant <value_int = " + std::to_string(d) + "> ()";
-    text << "W" + s + " = Gather <axis = 0> (W, dir" + s + ")";
-    text << "W_t" + s + " = Transpose (W" + s + ")";
-    text << "R" + s + " = Gather <axis = 0> (R, dir" + s + ")";
-    text << "R_t" + s + " = Transpose (R" + s + ")";
-    ScanParts parts;
-    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
-    BodyText step(text.elem_type());
-    step.BodyConstants(attrs);
     // The gates z, r (activation f) apart from h (activation g); X·Wᵀ + Wb + Rb before the Scan,
     // without Rbh when linear_before_reset is 1 (it is added to Ht-1·Rhᵀ inside the step).
-    text << "W_zr_t" + s + ", W_h_t" + s + " = Split <axis = -1> (W_t" + s + ", zr_h)";
-    text << "R_zr_t" + s + ", R_h_t" + s + " = Split <axis = -1> (R_t" + s + ", zr_h)";
+    text.AddFor(d, R"ONNX(
+      dir{d} = Constant <value = int64 {{dir}}> ()
+      W{d} = Gather <axis = 0> (W, dir{d})
+      W_t{d} = Transpose (W{d})
+      R{d} = Gather <axis = 0> (R, dir{d})
+      R_t{d} = Transpose (R{d})
+      W_zr_t{d}, W_h_t{d} = Split <axis = -1> (W_t{d}, zr_h)
+      R_zr_t{d}, R_h_t{d} = Split <axis = -1> (R_t{d}, zr_h)
+      xw_zr{d} = MatMul (x, W_zr_t{d})
+      xw_h{d} = MatMul (x, W_h_t{d})
+    )ONNX");
+    ScanParts parts;
+    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
     std::string xw_zr = "xw_zr" + s, xw_h = "xw_h" + s;
-    text << xw_zr + " = MatMul (x, W_zr_t" + s + ")";
-    text << xw_h + " = MatMul (x, W_h_t" + s + ")";
     if (ctx.hasInput(3)) {
-      text << "B" + s + " = Gather <axis = 0> (B, dir" + s + ")";
-      text << "Wb" + s + ", Rb" + s + " = Split <axis = 0, num_outputs = 2> (B" + s + ")";
-      text << "Wb_zr" + s + ", Wb_h" + s + " = Split <axis = 0> (Wb" + s + ", zr_h)";
-      text << "Rb_zr" + s + ", Rb_h" + s + " = Split <axis = 0> (Rb" + s + ", zr_h)";
-      text << "b_zr" + s + " = Add (Wb_zr" + s + ", Rb_zr" + s + ")";
-      text << "xw_zr_b" + s + " = Add (" + xw_zr + ", b_zr" + s + ")";
-      if (attrs.linear_before_reset) {
-        text << "xw_h_b" + s + " = Add (" + xw_h + ", Wb_h" + s + ")";
-      } else {
-        text << "b_h" + s + " = Add (Wb_h" + s + ", Rb_h" + s + ")";
-        text << "xw_h_b" + s + " = Add (" + xw_h + ", b_h" + s + ")";
-      }
+      text.AddFor(d, R"ONNX(
+        B{d} = Gather <axis = 0> (B, dir{d})
+        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
+        Wb_zr{d}, Wb_h{d} = Split <axis = 0> (Wb{d}, zr_h)
+        Rb_zr{d}, Rb_h{d} = Split <axis = 0> (Rb{d}, zr_h)
+        b_zr{d} = Add (Wb_zr{d}, Rb_zr{d})
+        xw_zr_b{d} = Add (xw_zr{d}, b_zr{d})
+      )ONNX");
+      text.AddFor(
+          d,
+          attrs.linear_before_reset ? "xw_h_b{d} = Add (xw_h{d}, Wb_h{d})"
+                                    : "b_h{d} = Add (Wb_h{d}, Rb_h{d})\nxw_h_b{d} = Add (xw_h{d}, b_h{d})");
       xw_zr = "xw_zr_b" + s;
       xw_h = "xw_h_b" + s;
     }
@@ -73,36 +168,46 @@ bool BuildMaskedGRUFunctionBody(
     parts.pass_through.push_back({"R_h_t" + s, "R_h_t", 2});
     if (reset_bias)
       parts.pass_through.push_back({"Rb_h" + s, "Rb_h", 1});
-    parts.scan_inputs = {{xw_zr, "xw_zr_t"}, {xw_h, "xw_h_t"}};
+    parts.scan_inputs = {{TimeMajor(text, attrs, xw_zr), "xw_zr_t"}, {TimeMajor(text, attrs, xw_h), "xw_h_t"}};
 
-    step << "h_r_zr = MatMul (h_prev, R_zr_t)";
-    step << "x_zr = Add (xw_zr_t, h_r_zr)";
+    // The step, as the package's gru_cell writes it (onnx_masked_rnn/functions/cells.py).
+    BodyText step(text.elem_type());
+    step.BodyConstants(attrs);
+    step.Add(R"ONNX(
+      h_r_zr = MatMul (h_prev, R_zr_t)
+      x_zr = Add (xw_zr_t, h_r_zr)
+    )ONNX");
     step.Apply(acts[0], step.Clip(attrs, "x_zr"), "zr");
-    step << "z, r = Split <axis = -1, num_outputs = 2> (zr)";
+    step.Add("z, r = Split <axis = -1, num_outputs = 2> (zr)");
     if (attrs.linear_before_reset) {
-      step << (reset_bias ? "h_r_h_nb" : "h_r_h") + std::string(" = MatMul (h_prev, R_h_t)");
-      if (reset_bias)
-        step << "h_r_h = Add (h_r_h_nb, Rb_h)";
-      step << "r_h = Mul (r, h_r_h)";
-      step << "x_h = Add (xw_h_t, r_h)";
+      step.Add(
+          reset_bias ? "h_r_h_nb = MatMul (h_prev, R_h_t)\nh_r_h = Add (h_r_h_nb, Rb_h)"
+                     : "h_r_h = MatMul (h_prev, R_h_t)");
+      step.Add(R"ONNX(
+        r_h = Mul (r, h_r_h)
+        x_h = Add (xw_h_t, r_h)
+      )ONNX");
     } else {
-      step << "r_h = Mul (r, h_prev)";
-      step << "r_h_r = MatMul (r_h, R_h_t)";
-      step << "x_h = Add (xw_h_t, r_h_r)";
+      step.Add(R"ONNX(
+        r_h = Mul (r, h_prev)
+        r_h_r = MatMul (r_h, R_h_t)
+        x_h = Add (xw_h_t, r_h_r)
+      )ONNX");
     }
     step.Apply(acts[1], step.Clip(attrs, "x_h"), "candidate");
     // (1 - z) ⊙ candidate + z ⊙ Ht-1 as written (rearranged, it differs at overflow)
     step.Scalar("one", 1.0f);
-    step << "one_minus_z = Sub (one, z)";
-    step << "keep = Mul (one_minus_z, candidate)";
-    step << "z_h = Mul (z, h_prev)";
-    step << "h_new = Add (keep, z_h)";
+    step.Add(R"ONNX(
+      one_minus_z = Sub (one, z)
+      keep = Mul (one_minus_z, candidate)
+      z_h = Mul (z, h_prev)
+      h_new = Add (keep, z_h)
+    )ONNX");
     AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
   }
   AddEpilogue(text, attrs, false);
 
   FunctionBuilder builder(functionProto);
-  builder.AddOpset("", kBodyOpset);
   builder.Add(GuardEmpty(text, attrs, false, ctx.hasInput(5), false).c_str());
   schema.BuildFunction(functionProto);
   return true;
@@ -113,7 +218,7 @@ ONNX_PREVIEW_OPERATOR_SET_SCHEMA(
     MaskedGRU,
     1,
     GetOpSchema<ONNX_OPERATOR_SET_SCHEMA_CLASS_NAME(Onnx, 22, GRU)>()
-        .FillUsing(masked_rnn::MaskedRNNDocGenerator("GRU", "H't", "Ht-1", "Ht", "Y_h", "initial_h", 6))
+        .FillUsing(masked_rnn::MaskedRNNSchema(kMaskedGRU))
         .SetContextDependentFunctionBodyBuilder(BuildMaskedGRUFunctionBody, 1));
 
 } // namespace ONNX_NAMESPACE

@@ -18,6 +18,100 @@ namespace {
 
 using namespace masked_rnn;
 
+// The doc text, from the package's one source of it.
+// BEGIN GENERATED doc by scripts/generate_upstream_doc.py from onnx_masked_rnn/schema_doc.py; do not edit
+constexpr const char* kDocHead = R"DOC(
+Computes a one-layer LSTM over sequences that may have masked steps anywhere.
+It is LSTM-22 (the same inputs in the same positions, attributes, defaults, outputs and cell
+equations) with one more optional input, `mask`, and one more attribute, `masked_output`. A
+masked step leaves the state unchanged, its input reaches no output, and `masked_output` says
+what the output holds there. With `mask` absent and `masked_output` at its default, the operator
+computes what LSTM-22 computes, `sequence_lens` included, with one exception: for a row of
+length 0, whose Y_h, Y_c LSTM-22 leaves undefined, Y_h, Y_c is the initial state. Replacing
+an LSTM-22 node by a MaskedLSTM node changes nothing else.
+)DOC";
+constexpr const char* kDocTail = R"DOC(
+Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta and
+ScaledTanh(x) = alpha*Tanh(beta*x). Walking `activations` in order, each function that takes alpha
+consumes the next unused value of `activation_alpha`, each that takes beta the next unused value of
+`activation_beta`, and a function that does not take a parameter consumes none; a function that
+finds the list exhausted takes its default (alpha: Affine 1, LeakyRelu 0.01, ThresholdedRelu 1,
+ScaledTanh 1, HardSigmoid 0.2, Elu 1; beta: Affine 0, ScaledTanh 1, HardSigmoid 0.5: the ONNX
+operators' defaults, and for Affine and ScaledTanh those of this specification). Values that no
+function consumes are an error. Names are matched without regard to letter case.
+
+`clip` bounds the arguments of f and g, not the cell state Ct, not even as the argument of h. With
+`input_forget` = 1 the forget gate is ft = 1 - it.
+
+Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
+seq_length-1 .. 0 reverse; "previous" means previously processed):
+
+* mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
+* (H't, C't) = the cell equations applied to Xt and (Ht-1, Ct-1)
+* (Ht, Ct) = mt ? (H't, C't) : (Ht-1, Ct-1)
+* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
+  processed step)
+* Y_h, Y_c = the state after the last step: initial_h, initial_c (0 if absent) for a row with no
+  processed step, including every row when seq_length is 0.
+
+`a ? b : c` selects per row: a value of X at a skipped step reaches no output, and NaN or Inf
+there changes no output. Outputs are time-aligned in every direction: Yt belongs to input step t,
+and the reverse direction of a row starts at its last processed step.
+
+Empty inputs:
+
+batch_size 0 and seq_length 0 are valid, not errors. With batch_size 0 every output is empty.
+With seq_length 0, Y is empty and Y_h, Y_c is initial_h, initial_c (0 if absent); `sequence_lens`,
+if given, is then all 0.
+
+Element types:
+
+The float inputs and the outputs share one type T; `sequence_lens` is int32 and `mask` is bool.
+The float attributes hold float32 values. In float and double the result is that of the equations
+in that type, up to rounding; in float16 and bfloat16 an implementation may compute in the type or
+in a wider one, and round the outputs to T.
+
+Errors:
+
+Shape inference rejects a node with any of these, each decidable from attributes, element types,
+known dimensions and constant inputs:
+
+* `direction` not one of forward, reverse, bidirectional;
+* `layout` not 0 or 1;
+* `masked_output` not one of zero, carry;
+* `input_forget` not 0 or 1;
+* `clip` NaN, zero or negative;
+* `hidden_size` zero or negative;
+* `activations` of another length than 3 times num_directions, or naming a function that is not one
+  of the activation functions;
+* values of `activation_alpha` or `activation_beta` that no function consumes;
+* an input of another element type than its type constraint allows, or float inputs of different
+  types;
+* `X`, `W`, `R`, `initial_h`, `initial_c` not of rank 3, `B`, `P`, `mask` not of rank 2,
+  `sequence_lens` not of rank 1;
+* a known dimension that contradicts another: `W` not `[num_directions, 4*hidden_size, input_size]`,
+  `R` not `[num_directions, 4*hidden_size, hidden_size]`, `B` not `[num_directions, 8*hidden_size]`,
+  `P` not `[num_directions, 3*hidden_size]`, `initial_h`/`initial_c` not the state shape of
+  `layout`, `sequence_lens` not `[batch_size]`, `mask` not the first two axes of `X` (hidden_size
+  from the attribute when given, else from `R`; num_directions from `direction`);
+* a constant `sequence_lens` with a value outside [0, seq_length], seq_length known.
+
+At run time an implementation rejects what shape inference could not see: the same shape
+conditions on the actual tensors, and `sequence_lens` values outside [0, seq_length]. The
+function body rejects at run time a `mask` that is not the shape of the first two axes of X (it
+concatenates `mask` with a tensor of that shape); it checks no other run-time condition, and for
+inputs that violate one what it computes is undefined.
+)DOC";
+constexpr const char* kMaskDoc = R"DOC(
+Optional boolean tensor marking the steps to process; a false entry skips that step of that row: the state is carried across it unchanged, its value of `X` reaches no output, and `Y` at that step is set by `masked_output`. It has the shape of the first two axes of `X`: `[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1. If not specified - assumed all true.
+)DOC";
+constexpr const char* kMaskedOutputDoc = R"DOC(
+What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero` (default): 0; with `mask` absent the operator then computes what LSTM-22 computes. `carry`: the `Y` of the previous processed step of the same direction, 0 before the first processed step. Any other value is an error. The state and `Y_h` and `Y_c` do not depend on it.
+)DOC";
+// END GENERATED doc
+
+const MaskedOp kMaskedLSTM{"MaskedLSTM", 4, 3, 8, "input_forget", kDocHead, kDocTail, kMaskDoc, kMaskedOutputDoc};
+
 bool BuildMaskedLSTMFunctionBody(
     const FunctionBodyBuildContext& ctx,
     const OpSchema& schema,
@@ -30,31 +124,37 @@ bool BuildMaskedLSTMFunctionBody(
     return false;
   BodyText text(x_type->tensor_type().elem_type());
   const bool masked = AddPrologue(text, ctx, attrs, 4, 5, 6, 8);
-  text << "iof_count = Constant <value_ints = [3]> ()";
-  text << "H_iof = Mul (H, iof_count)";
-  text << "iof_c = Concat <axis = 0> (H_iof, H)";
+  text.Add(R"ONNX(
+    iof_count = Constant <value = int64[1] {3}> ()
+    H_iof = Mul (H, iof_count)
+    iof_c = Concat <axis = 0> (H_iof, H)
+  )ONNX");
   for (int d = 0; d < attrs.num_directions(); ++d) {
     const std::string s = "_" + std::to_string(d);
     const auto& acts = attrs.activations[d];
-    text << "dir" + s + " = Constant <value_int = " + std::to_string(d) + "> ()";
     // Everything independent of the state is computed once, before the Scan: the input
     // projections of all steps with both biases, the gates i, o, f (activation f) apart from c.
-    text << "W" + s + " = Gather <axis = 0> (W, dir" + s + ")";
-    text << "W_t" + s + " = Transpose (W" + s + ")";
-    text << "W_iof_t" + s + ", W_c_t" + s + " = Split <axis = -1> (W_t" + s + ", iof_c)";
-    text << "R" + s + " = Gather <axis = 0> (R, dir" + s + ")";
-    text << "R_t" + s + " = Transpose (R" + s + ")";
-    text << "R_iof_t" + s + ", R_c_t" + s + " = Split <axis = -1> (R_t" + s + ", iof_c)";
+    text.AddFor(d, R"ONNX(
+      dir{d} = Constant <value = int64 {{dir}}> ()
+      W{d} = Gather <axis = 0> (W, dir{d})
+      W_t{d} = Transpose (W{d})
+      W_iof_t{d}, W_c_t{d} = Split <axis = -1> (W_t{d}, iof_c)
+      R{d} = Gather <axis = 0> (R, dir{d})
+      R_t{d} = Transpose (R{d})
+      R_iof_t{d}, R_c_t{d} = Split <axis = -1> (R_t{d}, iof_c)
+      xw_iof{d} = MatMul (x, W_iof_t{d})
+      xw_c{d} = MatMul (x, W_c_t{d})
+    )ONNX");
     std::string xw_iof = "xw_iof" + s, xw_c = "xw_c" + s;
-    text << xw_iof + " = MatMul (x, W_iof_t" + s + ")";
-    text << xw_c + " = MatMul (x, W_c_t" + s + ")";
     if (ctx.hasInput(3)) {
-      text << "B" + s + " = Gather <axis = 0> (B, dir" + s + ")";
-      text << "Wb" + s + ", Rb" + s + " = Split <axis = 0, num_outputs = 2> (B" + s + ")";
-      text << "b" + s + " = Add (Wb" + s + ", Rb" + s + ")";
-      text << "b_iof" + s + ", b_c" + s + " = Split <axis = 0> (b" + s + ", iof_c)";
-      text << "xw_iof_b" + s + " = Add (" + xw_iof + ", b_iof" + s + ")";
-      text << "xw_c_b" + s + " = Add (" + xw_c + ", b_c" + s + ")";
+      text.AddFor(d, R"ONNX(
+        B{d} = Gather <axis = 0> (B, dir{d})
+        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
+        b{d} = Add (Wb{d}, Rb{d})
+        b_iof{d}, b_c{d} = Split <axis = 0> (b{d}, iof_c)
+        xw_iof_b{d} = Add (xw_iof{d}, b_iof{d})
+        xw_c_b{d} = Add (xw_c{d}, b_c{d})
+      )ONNX");
       xw_iof = "xw_iof_b" + s;
       xw_c = "xw_c_b" + s;
     }
@@ -65,60 +165,69 @@ bool BuildMaskedLSTMFunctionBody(
     parts.pass_through.push_back({"R_c_t" + s, "R_c_t", 2});
     const bool peepholes = ctx.hasInput(7);
     if (peepholes) {
-      text << "P" + s + " = Gather <axis = 0> (P, dir" + s + ")";
-      text << "p_i" + s + ", p_o" + s + ", p_f" + s + " = Split <axis = 0, num_outputs = 3> (P" + s + ")";
+      text.AddFor(d, R"ONNX(
+        P{d} = Gather <axis = 0> (P, dir{d})
+        p_i{d}, p_o{d}, p_f{d} = Split <axis = 0, num_outputs = 3> (P{d})
+      )ONNX");
       for (const char* gate : {"p_i", "p_o", "p_f"})
         parts.pass_through.push_back({gate + s, gate, 1});
     }
-    parts.scan_inputs = {{xw_iof, "xw_iof_t"}, {xw_c, "xw_c_t"}};
+    parts.scan_inputs = {{TimeMajor(text, attrs, xw_iof), "xw_iof_t"}, {TimeMajor(text, attrs, xw_c), "xw_c_t"}};
 
+    // The step, as the package's lstm_cell writes it (onnx_masked_rnn/functions/cells.py).
     BodyText step(text.elem_type());
     step.BodyConstants(attrs);
     if (attrs.input_forget)
       step.Scalar("one", 1.0f);
-    step << "h_r_iof = MatMul (h_prev, R_iof_t)";
-    step << "x_iof = Add (xw_iof_t, h_r_iof)";
-    step << "h_r_c = MatMul (h_prev, R_c_t)";
-    step << "x_c = Add (xw_c_t, h_r_c)";
+    step.Add(R"ONNX(
+      h_r_iof = MatMul (h_prev, R_iof_t)
+      x_iof = Add (xw_iof_t, h_r_iof)
+      h_r_c = MatMul (h_prev, R_c_t)
+      x_c = Add (xw_c_t, h_r_c)
+    )ONNX");
     step.Apply(acts[1], step.Clip(attrs, "x_c"), "g_c");
-    if (peepholes) {
-      step << "x_i, x_o, x_f = Split <axis = -1, num_outputs = 3> (x_iof)";
-      step << "p_i_c = Mul (p_i, c_prev)";
-      step << "x_i_p = Add (x_i, p_i_c)";
+    if (peepholes) { // i and f see c_prev, o sees the new c: the gates are activated one by one
+      step.Add(R"ONNX(
+        x_i, x_o, x_f = Split <axis = -1, num_outputs = 3> (x_iof)
+        p_i_c = Mul (p_i, c_prev)
+        x_i_p = Add (x_i, p_i_c)
+      )ONNX");
       step.Apply(acts[0], step.Clip(attrs, "x_i_p"), "i");
       if (attrs.input_forget) {
-        step << "forget = Sub (one, i)";
+        step.Add("forget = Sub (one, i)");
       } else {
-        step << "p_f_c = Mul (p_f, c_prev)";
-        step << "x_f_p = Add (x_f, p_f_c)";
+        step.Add(R"ONNX(
+          p_f_c = Mul (p_f, c_prev)
+          x_f_p = Add (x_f, p_f_c)
+        )ONNX");
         step.Apply(acts[0], step.Clip(attrs, "x_f_p"), "forget");
       }
-      step << "forget_c = Mul (forget, c_prev)";
-      step << "i_g = Mul (i, g_c)";
-      step << "c_new = Add (forget_c, i_g)";
-      step << "p_o_c = Mul (p_o, c_new)";
-      step << "x_o_p = Add (x_o, p_o_c)";
+      step.Add(R"ONNX(
+        forget_c = Mul (forget, c_prev)
+        i_g = Mul (i, g_c)
+        c_new = Add (forget_c, i_g)
+        p_o_c = Mul (p_o, c_new)
+        x_o_p = Add (x_o, p_o_c)
+      )ONNX");
       step.Apply(acts[0], step.Clip(attrs, "x_o_p"), "o");
-    } else { // f applies to i, o, f in one call
+    } else { // f activates i, o, f in one call
       step.Apply(acts[0], step.Clip(attrs, "x_iof"), "iof");
-      if (attrs.input_forget) {
-        step << "i, o, f_unused = Split <axis = -1, num_outputs = 3> (iof)";
-        step << "forget = Sub (one, i)";
-      } else {
-        step << "i, o, forget = Split <axis = -1, num_outputs = 3> (iof)";
-      }
-      step << "forget_c = Mul (forget, c_prev)";
-      step << "i_g = Mul (i, g_c)";
-      step << "c_new = Add (forget_c, i_g)";
+      step.Add(
+          attrs.input_forget ? "i, o, f_unused = Split <axis = -1, num_outputs = 3> (iof)\nforget = Sub (one, i)"
+                             : "i, o, forget = Split <axis = -1, num_outputs = 3> (iof)");
+      step.Add(R"ONNX(
+        forget_c = Mul (forget, c_prev)
+        i_g = Mul (i, g_c)
+        c_new = Add (forget_c, i_g)
+      )ONNX");
     }
     step.Apply(acts[2], "c_new", "h_c");
-    step << "h_new = Mul (o, h_c)";
+    step.Add("h_new = Mul (o, h_c)");
     AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
   }
   AddEpilogue(text, attrs, true);
 
   FunctionBuilder builder(functionProto);
-  builder.AddOpset("", kBodyOpset);
   builder.Add(GuardEmpty(text, attrs, true, ctx.hasInput(5), ctx.hasInput(6)).c_str());
   schema.BuildFunction(functionProto);
   return true;
@@ -130,15 +239,7 @@ ONNX_PREVIEW_OPERATOR_SET_SCHEMA(
     MaskedLSTM,
     1,
     GetOpSchema<ONNX_OPERATOR_SET_SCHEMA_CLASS_NAME(Onnx, 22, LSTM)>()
-        .FillUsing(
-            masked_rnn::MaskedRNNDocGenerator(
-                "LSTM",
-                "(H't, C't)",
-                "(Ht-1, Ct-1)",
-                "(Ht, Ct)",
-                "Y_h, Y_c",
-                "initial_h, initial_c",
-                8))
+        .FillUsing(masked_rnn::MaskedRNNSchema(kMaskedLSTM))
         .SetContextDependentFunctionBodyBuilder(BuildMaskedLSTMFunctionBody, 1));
 
 } // namespace ONNX_NAMESPACE

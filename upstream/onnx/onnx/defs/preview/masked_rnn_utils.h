@@ -21,19 +21,23 @@
 namespace ONNX_NAMESPACE {
 namespace masked_rnn {
 
-// The ai.onnx opset of the function bodies: the opset of LSTM-22, GRU-22 and RNN-22.
-constexpr int kBodyOpset = 22;
+// What the schema and the shape inference of one masked operator need to know of it. The doc text
+// constants are generated into each op's source from the package's onnx_masked_rnn/schema_doc.py.
+struct MaskedOp {
+  const char* name; // "MaskedLSTM"
+  int num_gates; // 4, 3, 1
+  int num_activations; // per direction: 3, 2, 1
+  int mask_index; // 8, 6, 6
+  const char* flag; // the 0/1 attribute of the cell: "input_forget", "linear_before_reset" or nullptr
+  const char* doc_head; // the doc string before the part restated from the ONNX counterpart's
+  const char* doc_tail; // and after it
+  const char* mask_doc;
+  const char* masked_output_doc;
+};
 
-// The `mask` input, the `masked_output` attribute, its type constraint and shape inference.
-// `new_state` .. `initials` name the op's state in the masking equations of the documentation.
-std::function<void(OpSchema&)> MaskedRNNDocGenerator(
-    const char* op,
-    const char* new_state,
-    const char* prev_state,
-    const char* state,
-    const char* finals,
-    const char* initials,
-    int mask_index);
+// The counterpart's schema (LSTM-22, GRU-22 or RNN-22) turned into the masked operator's: its doc
+// string, the `mask` input, the `masked_output` attribute, type constraint T2 and shape inference.
+std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op);
 
 // The parameters of one activation function, resolved from the node's attributes.
 struct Activation {
@@ -51,6 +55,8 @@ struct MaskedRNNAttributes {
   float clip = 0.0f;
   int64_t input_forget = 0;
   int64_t linear_before_reset = 0;
+  // Batch-major float16 X: projected as it is, the projections then made time-major (TimeMajor).
+  bool project_batch_major = false;
   // activations[d] holds direction d's functions (LSTM: f, g, h; GRU: f, g; RNN: f).
   std::vector<std::vector<Activation>> activations;
 
@@ -74,89 +80,131 @@ std::string ElemTypeName(int32_t elem_type);
 // `value` as a float literal of the ONNX textual syntax (all digits a float needs).
 std::string FormatFloat(float value);
 
-// Writes the text of a function body in the ONNX textual syntax, node by node.
+// The text of a function body or a Scan body in the ONNX textual syntax, written in blocks of nodes.
 class BodyText {
  public:
+  using Values = std::vector<std::pair<std::string, std::string>>;
+
   explicit BodyText(int32_t elem_type) : elem_type_(elem_type), type_name_(ElemTypeName(elem_type)) {}
 
-  BodyText& operator<<(const std::string& line) {
-    text_ += line;
-    text_ += "\n";
+  // Appends `nodes` (one node a line), each `{key}` of `values` replaced by its value.
+  BodyText& Add(std::string nodes, const Values& values = {}) {
+    for (const auto& [key, value] : values)
+      ReplaceAll(nodes, ("{" + key + "}").c_str(), value.c_str());
+    text_ += nodes;
+    if (!nodes.empty() && nodes.back() != '\n')
+      text_ += "\n";
     return *this;
   }
 
-  // A scalar constant of the element type of X.
+  // Appends direction d's `nodes`: `{d}` is its suffix (_0, _1), `{dir}` its index.
+  BodyText& AddFor(int d, const std::string& nodes, Values values = {}) {
+    values.emplace_back("d", "_" + std::to_string(d));
+    values.emplace_back("dir", std::to_string(d));
+    return Add(nodes, values);
+  }
+
+  // `name` = a scalar of X's element type: a float `value` tensor, cast.
   void Scalar(const std::string& name, float value) {
-    *this << name + "_f = Constant <value_float = " + FormatFloat(value) + "> ()";
-    *this << name + " = Cast <to = " + std::to_string(elem_type_) + "> (" + name + "_f)";
+    Add("{n}_f = Constant <value = float {" + FormatFloat(value) + "}> ()\n{n} = Cast <to = {t}> ({n}_f)",
+        {{"n", name}, {"t", std::to_string(elem_type_)}});
   }
 
   // y = act(x), decomposed into ai.onnx ops where the activation is no operator (Affine,
-  // ScaledTanh) or where runtimes lack kernels for some float types.
+  // ScaledTanh) or where runtimes lack kernels for some float types; the package's bodies
+  // (onnx_masked_rnn/functions/cells.py, `activation`) write the same nodes.
   void Apply(const Activation& act, const std::string& x, const std::string& y) {
     const std::string& n = act.name;
+    const Values names{{"x", x}, {"y", y}};
     if (n == "Relu" || n == "Tanh" || n == "Sigmoid") {
-      *this << y + " = " + n + " (" + x + ")";
+      Add(y + " = " + n + " (" + x + ")");
       return;
     }
     if (n == "Softsign") {
       Scalar(y + "_one", 1.0f);
-      *this << y + "_abs = Abs (" + x + ")";
-      *this << y + "_den = Add (" + y + "_one, " + y + "_abs)";
-      *this << y + " = Div (" + x + ", " + y + "_den)";
+      Add(R"ONNX(
+        {y}_abs = Abs ({x})
+        {y}_den = Add ({y}_one, {y}_abs)
+        {y} = Div ({x}, {y}_den)
+      )ONNX",
+          names);
       return;
     }
     if (n == "Softplus") { // max(x, 0) + log(1 + exp(-|x|)): cannot overflow
       Scalar(y + "_one", 1.0f);
-      *this << y + "_relu = Relu (" + x + ")";
-      *this << y + "_abs = Abs (" + x + ")";
-      *this << y + "_neg = Neg (" + y + "_abs)";
-      *this << y + "_exp = Exp (" + y + "_neg)";
-      *this << y + "_sum = Add (" + y + "_one, " + y + "_exp)";
-      *this << y + "_log = Log (" + y + "_sum)";
-      *this << y + " = Add (" + y + "_relu, " + y + "_log)";
+      Add(R"ONNX(
+        {y}_relu = Relu ({x})
+        {y}_abs = Abs ({x})
+        {y}_neg = Neg ({y}_abs)
+        {y}_exp = Exp ({y}_neg)
+        {y}_sum = Add ({y}_one, {y}_exp)
+        {y}_log = Log ({y}_sum)
+        {y} = Add ({y}_relu, {y}_log)
+      )ONNX",
+          names);
       return;
     }
     Scalar(y + "_alpha", act.alpha);
-    if (n == "Affine" || n == "HardSigmoid") {
+    if (n == "Affine") {
       Scalar(y + "_beta", act.beta);
-      *this << y + "_ax = Mul (" + y + "_alpha, " + x + ")";
-      *this << (n == "Affine" ? y : y + "_lin") + " = Add (" + y + "_ax, " + y + "_beta)";
-      if (n == "HardSigmoid") {
-        Scalar(y + "_zero", 0.0f);
-        Scalar(y + "_one", 1.0f);
-        *this << y + "_min = Min (" + y + "_one, " + y + "_lin)";
-        *this << y + " = Max (" + y + "_zero, " + y + "_min)";
-      }
+      Add(R"ONNX(
+        {y}_ax = Mul ({y}_alpha, {x})
+        {y} = Add ({y}_ax, {y}_beta)
+      )ONNX",
+          names);
+    } else if (n == "HardSigmoid") {
+      Scalar(y + "_beta", act.beta);
+      Scalar(y + "_zero", 0.0f);
+      Scalar(y + "_one", 1.0f);
+      Add(R"ONNX(
+        {y}_ax = Mul ({y}_alpha, {x})
+        {y}_lin = Add ({y}_ax, {y}_beta)
+        {y}_min = Min ({y}_one, {y}_lin)
+        {y} = Max ({y}_zero, {y}_min)
+      )ONNX",
+          names);
     } else if (n == "ScaledTanh") {
       Scalar(y + "_beta", act.beta);
-      *this << y + "_bx = Mul (" + y + "_beta, " + x + ")";
-      *this << y + "_tanh = Tanh (" + y + "_bx)";
-      *this << y + " = Mul (" + y + "_alpha, " + y + "_tanh)";
-    } else if (n == "LeakyRelu" || n == "Elu") {
+      Add(R"ONNX(
+        {y}_bx = Mul ({y}_beta, {x})
+        {y}_tanh = Tanh ({y}_bx)
+        {y} = Mul ({y}_alpha, {y}_tanh)
+      )ONNX",
+          names);
+    } else if (n == "LeakyRelu") {
       Scalar(y + "_zero", 0.0f);
-      *this << y + "_pos = GreaterOrEqual (" + x + ", " + y + "_zero)";
-      if (n == "LeakyRelu") {
-        *this << y + "_neg = Mul (" + y + "_alpha, " + x + ")";
-      } else {
-        Scalar(y + "_one", 1.0f);
-        *this << y + "_exp = Exp (" + x + ")";
-        *this << y + "_em1 = Sub (" + y + "_exp, " + y + "_one)";
-        *this << y + "_neg = Mul (" + y + "_alpha, " + y + "_em1)";
-      }
-      *this << y + " = Where (" + y + "_pos, " + x + ", " + y + "_neg)";
+      Add(R"ONNX(
+        {y}_pos = GreaterOrEqual ({x}, {y}_zero)
+        {y}_neg = Mul ({y}_alpha, {x})
+        {y} = Where ({y}_pos, {x}, {y}_neg)
+      )ONNX",
+          names);
+    } else if (n == "Elu") {
+      Scalar(y + "_zero", 0.0f);
+      Scalar(y + "_one", 1.0f);
+      Add(R"ONNX(
+        {y}_pos = GreaterOrEqual ({x}, {y}_zero)
+        {y}_exp = Exp ({x})
+        {y}_em1 = Sub ({y}_exp, {y}_one)
+        {y}_neg = Mul ({y}_alpha, {y}_em1)
+        {y} = Where ({y}_pos, {x}, {y}_neg)
+      )ONNX",
+          names);
     } else { // ThresholdedRelu
       Scalar(y + "_zero", 0.0f);
-      *this << y + "_above = Greater (" + x + ", " + y + "_alpha)";
-      *this << y + " = Where (" + y + "_above, " + x + ", " + y + "_zero)";
+      Add(R"ONNX(
+        {y}_above = Greater ({x}, {y}_alpha)
+        {y} = Where ({y}_above, {x}, {y}_zero)
+      )ONNX",
+          names);
     }
   }
 
-  // x clipped to [-clip, clip] when the node has `clip`.
+  // x clipped to [-clip, clip] when the node has `clip` (bounds from BodyConstants).
   std::string Clip(const MaskedRNNAttributes& attrs, const std::string& x) {
     if (!attrs.has_clip)
       return x;
-    *this << x + "_clipped = Clip (" + x + ", lo, hi)";
+    Add(x + "_clipped = Clip (" + x + ", lo, hi)");
     return x + "_clipped";
   }
 
@@ -164,7 +212,7 @@ class BodyText {
   void BodyConstants(const MaskedRNNAttributes& attrs) {
     if (attrs.has_clip) {
       Scalar("hi", attrs.clip);
-      *this << "lo = Neg (hi)";
+      Add("lo = Neg (hi)");
     }
   }
 
@@ -230,11 +278,15 @@ void AddDirectionScan(
 bool AddPrologue(
     BodyText& text,
     const FunctionBodyBuildContext& ctx,
-    const MaskedRNNAttributes& attrs,
+    MaskedRNNAttributes& attrs,
     int sequence_lens_index,
     int initial_h_index,
     int initial_c_index,
     int mask_index);
+
+// The projection `projection` ([T, N, k] for time-major x), time-major: as it is, or transposed
+// when X was projected batch-major (attrs.project_batch_major).
+std::string TimeMajor(BodyText& text, const MaskedRNNAttributes& attrs, const std::string& projection);
 
 // The op-level epilogue: directions concatenated, outputs back in `layout`, named `<output>_rec`.
 void AddEpilogue(BodyText& text, const MaskedRNNAttributes& attrs, bool lstm);
