@@ -22,7 +22,8 @@ cd "$root/src"
 "$root/venv/bin/onnx-masked-rnn" conformance
 "$root/venv/bin/python" -m pytest -q -p no:cacheprovider tests \
     --ignore=tests/keras --ignore=tests/torch --ignore-glob='tests/*/test_*keras*.py' \
-    --ignore-glob='tests/*/test_*torch*.py' --ignore=tests/docs/test_pytorch_md.py \
+    --ignore-glob='tests/*/test_*torch*.py' --ignore=tests/docs/test_pytorch_md.py --ignore=tests/docs/test_readme.py --ignore=tests/test_extras.py \
+    --ignore=tests/test_architecture.py --deselect=tests/test_emitted_constructs.py::test_float16_tagger_exported_from_torch_runs_under_ort_enable_all \
     --ignore=tests/conformance/test_runtimes.py \
     --deselect tests/conformance/test_runner.py::test_all_means_every_installed_builtin_backend \
     --deselect tests/conformance/test_suite.py::test_shipped_data_is_current \
