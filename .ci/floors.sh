@@ -3,9 +3,16 @@
 # dependency pinned to its floor (.ci/floors.txt, a constraints file) and runs the conformance
 # suite on every built-in backend and the core tests: everything but the tests of the optional parts
 # (Keras, PyTorch, and the OpenVINO and tract backends, which the test extra pins at their newest
-# releases). Deselected, with their reasons: the byte comparison with the shipped suite and the spec's rendered
-# sections (both are made by the development environment's newest onnx/onnxscript, whose
-# serialisation and renderer differ by version; CI checks them there).
+# releases). Left out, each with its reason:
+# - tests/keras, tests/torch, the *keras*/*torch* test files, docs/test_pytorch_md.py, docs/test_readme.py
+#   (its quick starts run torch and Keras), test_extras.py (the missing-extra messages need torch and
+#   Keras absent and present), test_emitted_constructs' float16 tagger (exported from torch): the
+#   optional extras, not installed here;
+# - test_architecture.py: it reads the package's source, which this copy leaves out on purpose;
+# - conformance/test_runtimes.py and test_runner's `all` backends: OpenVINO and tract are not installed;
+# - the byte comparison with the shipped suite and the spec's rendered sections: both are made by
+#   the development environment's newest onnx/onnxscript, whose serialisation and renderer differ by
+#   version. README's test command (the first step of .ci/run) runs every one of these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(mktemp -d)

@@ -50,7 +50,8 @@ import onnx.printer
 import onnxscript
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
+if __name__ == "__main__":  # document the checkout's code, installed or not (not when tests import it)
+    sys.path.insert(0, str(ROOT))
 
 from onnx_masked_rnn import DOMAIN, OPSET_VERSION, bench, record, register_schemas, schema_doc  # noqa: E402
 from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS, RNNAttributes, parse_attributes  # noqa: E402

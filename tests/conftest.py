@@ -1,11 +1,15 @@
 """Test configuration: Keras runs on the torch backend whatever the environment says (set before
 any ``import keras``: the Keras oracle tests assert the torch backend's behaviour), hypothesis runs
 its profile, the conformance suite is built once for the tests that regenerate it, and the session
-ends with the worst difference measured against each oracle."""
+ends with the worst difference measured against each oracle.
+
+The tests test the installed package: ``PYTHONSAFEPATH`` keeps the current folder (a checkout) off
+the path of every ``python -c``/``-m`` child the tests start, spawned workers included."""
 
 import os
 
 os.environ["KERAS_BACKEND"] = "torch"
+os.environ["PYTHONSAFEPATH"] = "1"
 
 import contextlib  # noqa: E402
 import io  # noqa: E402

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from toolkit import ROOT
 
+import onnx_masked_rnn
+
 # What the sdist may hold at its top level, beside PKG-INFO: the build's files, the package, the
 # kernel's C++ sources.
 TOP_LEVEL = {"pyproject.toml", "README.md", "LICENSE", "CMakeLists.txt", ".gitignore", "PKG-INFO"}
@@ -83,3 +85,20 @@ def test_a_wheel_builds_from_the_sdist_with_every_package_file(sdist, tmp_path):
     missing = tracked("onnx_masked_rnn") - names
     assert not missing, sorted(missing)[:10]
     assert "onnx_masked_rnn/kernel/BUILT_WITHOUT_KERNEL" in names
+
+
+def test_the_tests_and_their_children_import_the_same_copy_of_the_package():
+    """The children the tests start (``python -c`` from the checkout, spawned workers, which take
+    this process's ``sys.path``) import the package this process imported, the installed one: a
+    checkout on the path would hand them its uncompiled copy (no kernel library)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import onnx_masked_rnn; print(onnx_masked_rnn.__file__)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == onnx_masked_rnn.__file__
+    installed_elsewhere = Path(onnx_masked_rnn.__file__).resolve().parents[1] != ROOT.resolve()
+    if installed_elsewhere:
+        assert str(ROOT) not in sys.path and str(ROOT.resolve()) not in sys.path
