@@ -8,7 +8,8 @@
 #   (its quick starts run torch and Keras), test_extras.py (the missing-extra messages need torch and
 #   Keras absent and present), test_emitted_constructs' float16 tagger (exported from torch): the
 #   optional extras, not installed here;
-# - test_architecture.py: it reads the package's source, which this copy leaves out on purpose;
+# - test_architecture.py and test_style.py: they read the package's source, which this copy leaves out
+#   on purpose (and the style tools are in the test extra);
 # - conformance/test_runtimes.py and test_runner's `all` backends: OpenVINO and tract are not installed;
 # - the byte comparison with the shipped suite and the spec's rendered sections: both are made by
 #   the development environment's newest onnx/onnxscript, whose serialisation and renderer differ by
@@ -30,7 +31,7 @@ cd "$root/src"
 "$root/venv/bin/python" -m pytest -q -p no:cacheprovider tests \
     --ignore=tests/keras --ignore=tests/torch --ignore-glob='tests/*/test_*keras*.py' \
     --ignore-glob='tests/*/test_*torch*.py' --ignore=tests/docs/test_pytorch_md.py --ignore=tests/docs/test_readme.py --ignore=tests/test_extras.py \
-    --ignore=tests/test_architecture.py --deselect=tests/test_emitted_constructs.py::test_float16_tagger_exported_from_torch_runs_under_ort_enable_all \
+    --ignore=tests/test_architecture.py --ignore=tests/test_style.py --deselect=tests/test_emitted_constructs.py::test_float16_tagger_exported_from_torch_runs_under_ort_enable_all \
     --ignore=tests/conformance/test_runtimes.py \
     --deselect tests/conformance/test_runner.py::test_all_means_every_installed_builtin_backend \
     --deselect tests/conformance/test_suite.py::test_shipped_data_is_current \
