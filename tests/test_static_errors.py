@@ -1,14 +1,16 @@
 """The package's schemas reject every static error of the operators' text, and accept valid nodes.
 
-The cases are ``tests/static_errors.py``'s, which ``upstream/tests`` runs on the C++ schemas too;
-the list they cover is ``onnx_masked_rnn.schema_doc.STATIC_ERRORS``, the one the doc strings print.
+The cases are ``tests/static_errors.py``'s, the onnx pull request's table, which onnx's
+shape-inference tests (``upstream/onnx/tests/python/masked_*_shape_inference_test.py``) run on the
+C++ schemas; the list they cover is ``onnx_masked_rnn.schema_doc.STATIC_ERRORS``, the one the doc
+strings print.
 """
 
 from __future__ import annotations
 
 import onnx
 import pytest
-from static_errors import CASES, VALID, case_model, expected_shapes, make_model
+from static_errors import CASES, VALID, case_model, expected_shapes, make_model, table
 
 from onnx_masked_rnn import DOMAIN, register_schemas
 from onnx_masked_rnn.attributes import OP_SPECS
@@ -28,6 +30,13 @@ def test_every_static_error_of_every_operator_has_a_case() -> None:
         if spec.onnx_op_type in applies
     }
     assert {(case.op_type, case.error) for case in CASES} == wanted
+
+
+def test_the_onnx_table_lists_the_errors_of_the_text() -> None:
+    """The onnx tests' list of errors (which their doc-coverage test counts) is the text's."""
+    assert list(table.ERRORS) == list(STATIC_ERRORS)
+    for error, op_types in table.ERRORS.items():
+        assert sorted(OP_SPECS[op].onnx_op_type for op in op_types) == sorted(STATIC_ERRORS[error][0])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

@@ -109,108 +109,89 @@ What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`
 )DOC";
 // END GENERATED doc
 
-const MaskedOp kMaskedGRU{"MaskedGRU", 3, 2, 6, "linear_before_reset", kDocHead, kDocTail, kMaskDoc, kMaskedOutputDoc};
+const MaskedOp kMaskedGRU{
+    "MaskedGRU",
+    3,
+    2,
+    6,
+    "linear_before_reset",
+    "zr",
+    "h",
+    {"Sigmoid", "Tanh"},
+    kDocHead,
+    kDocTail,
+    kMaskDoc,
+    kMaskedOutputDoc};
+
+// The GRU-22 cell, as the package's gru_cell writes it (onnx_masked_rnn/functions/cells.py): the
+// gates z, r (activation f) apart from h (activation g); X·Wᵀ + Wb + Rb before the Scan, without
+// Rbh when linear_before_reset is 1 (it is added to Ht-1·Rhᵀ inside the step).
+void GRUCell(
+    const FunctionBodyBuildContext& ctx,
+    const MaskedRNNAttributes& attrs,
+    int d,
+    BodyText& text,
+    ScanParts& parts,
+    BodyText& step) {
+  const std::string s = "_" + std::to_string(d);
+  const auto& acts = attrs.activations[d];
+  const bool reset_bias = attrs.linear_before_reset && ctx.hasInput(3);
+  std::string xw_zr = "xw_zr" + s, xw_h = "xw_h" + s;
+  if (ctx.hasInput(3)) {
+    text.AddFor(d, R"ONNX(
+      Wb_zr{d}, Wb_h{d} = Split <axis = 0> (Wb{d}, gate_split)
+      Rb_zr{d}, Rb_h{d} = Split <axis = 0> (Rb{d}, gate_split)
+      b_zr{d} = Add (Wb_zr{d}, Rb_zr{d})
+      xw_zr_b{d} = Add (xw_zr{d}, b_zr{d})
+    )ONNX");
+    text.AddFor(
+        d,
+        attrs.linear_before_reset ? "xw_h_b{d} = Add (xw_h{d}, Wb_h{d})"
+                                  : "b_h{d} = Add (Wb_h{d}, Rb_h{d})\nxw_h_b{d} = Add (xw_h{d}, b_h{d})");
+    xw_zr = "xw_zr_b" + s;
+    xw_h = "xw_h_b" + s;
+  }
+  if (reset_bias)
+    parts.pass_through.push_back({"Rb_h" + s, "Rb_h", 1});
+  parts.scan_inputs = {{TimeMajor(text, attrs, xw_zr), "xw_zr_t"}, {TimeMajor(text, attrs, xw_h), "xw_h_t"}};
+
+  step.Add(R"ONNX(
+    h_r_zr = MatMul (h_prev, R_zr_t)
+    x_zr = Add (xw_zr_t, h_r_zr)
+  )ONNX");
+  step.Apply(acts[0], step.Clip(attrs, "x_zr"), "zr");
+  step.Add("z, r = Split <axis = -1, num_outputs = 2> (zr)");
+  if (attrs.linear_before_reset) {
+    step.Add(
+        reset_bias ? "h_r_h_nb = MatMul (h_prev, R_h_t)\nh_r_h = Add (h_r_h_nb, Rb_h)"
+                   : "h_r_h = MatMul (h_prev, R_h_t)");
+    step.Add(R"ONNX(
+      r_h = Mul (r, h_r_h)
+      x_h = Add (xw_h_t, r_h)
+    )ONNX");
+  } else {
+    step.Add(R"ONNX(
+      r_h = Mul (r, h_prev)
+      r_h_r = MatMul (r_h, R_h_t)
+      x_h = Add (xw_h_t, r_h_r)
+    )ONNX");
+  }
+  step.Apply(acts[1], step.Clip(attrs, "x_h"), "candidate");
+  // (1 - z) ⊙ candidate + z ⊙ Ht-1 as written (rearranged, it differs at overflow)
+  step.Scalar("one", 1.0f);
+  step.Add(R"ONNX(
+    one_minus_z = Sub (one, z)
+    keep = Mul (one_minus_z, candidate)
+    z_h = Mul (z, h_prev)
+    h_new = Add (keep, z_h)
+  )ONNX");
+}
 
 bool BuildMaskedGRUFunctionBody(
     const FunctionBodyBuildContext& ctx,
     const OpSchema& schema,
     FunctionProto& functionProto) {
-  const TypeProto* x_type = ctx.getInputType(0);
-  if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
-    return false;
-  MaskedRNNAttributes attrs;
-  if (!ReadAttributes(ctx, {"Sigmoid", "Tanh"}, attrs))
-    return false;
-  BodyText text(x_type->tensor_type().elem_type());
-  const bool masked = AddPrologue(text, ctx, attrs, 4, 5, -1, 6);
-  text.Add(R"ONNX(
-    zr_count = Constant <value = int64[1] {2}> ()
-    H_zr = Mul (H, zr_count)
-    zr_h = Concat <axis = 0> (H_zr, H)
-  )ONNX");
-  const bool reset_bias = attrs.linear_before_reset && ctx.hasInput(3);
-  for (int d = 0; d < attrs.num_directions(); ++d) {
-    const std::string s = "_" + std::to_string(d);
-    const auto& acts = attrs.activations[d];
-    // The gates z, r (activation f) apart from h (activation g); X·Wᵀ + Wb + Rb before the Scan,
-    // without Rbh when linear_before_reset is 1 (it is added to Ht-1·Rhᵀ inside the step).
-    text.AddFor(d, R"ONNX(
-      dir{d} = Constant <value = int64 {{dir}}> ()
-      W{d} = Gather <axis = 0> (W, dir{d})
-      W_t{d} = Transpose (W{d})
-      R{d} = Gather <axis = 0> (R, dir{d})
-      R_t{d} = Transpose (R{d})
-      W_zr_t{d}, W_h_t{d} = Split <axis = -1> (W_t{d}, zr_h)
-      R_zr_t{d}, R_h_t{d} = Split <axis = -1> (R_t{d}, zr_h)
-      xw_zr{d} = MatMul (x, W_zr_t{d})
-      xw_h{d} = MatMul (x, W_h_t{d})
-    )ONNX");
-    ScanParts parts;
-    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
-    std::string xw_zr = "xw_zr" + s, xw_h = "xw_h" + s;
-    if (ctx.hasInput(3)) {
-      text.AddFor(d, R"ONNX(
-        B{d} = Gather <axis = 0> (B, dir{d})
-        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
-        Wb_zr{d}, Wb_h{d} = Split <axis = 0> (Wb{d}, zr_h)
-        Rb_zr{d}, Rb_h{d} = Split <axis = 0> (Rb{d}, zr_h)
-        b_zr{d} = Add (Wb_zr{d}, Rb_zr{d})
-        xw_zr_b{d} = Add (xw_zr{d}, b_zr{d})
-      )ONNX");
-      text.AddFor(
-          d,
-          attrs.linear_before_reset ? "xw_h_b{d} = Add (xw_h{d}, Wb_h{d})"
-                                    : "b_h{d} = Add (Wb_h{d}, Rb_h{d})\nxw_h_b{d} = Add (xw_h{d}, b_h{d})");
-      xw_zr = "xw_zr_b" + s;
-      xw_h = "xw_h_b" + s;
-    }
-    parts.pass_through.push_back({"R_zr_t" + s, "R_zr_t", 2});
-    parts.pass_through.push_back({"R_h_t" + s, "R_h_t", 2});
-    if (reset_bias)
-      parts.pass_through.push_back({"Rb_h" + s, "Rb_h", 1});
-    parts.scan_inputs = {{TimeMajor(text, attrs, xw_zr), "xw_zr_t"}, {TimeMajor(text, attrs, xw_h), "xw_h_t"}};
-
-    // The step, as the package's gru_cell writes it (onnx_masked_rnn/functions/cells.py).
-    BodyText step(text.elem_type());
-    step.BodyConstants(attrs);
-    step.Add(R"ONNX(
-      h_r_zr = MatMul (h_prev, R_zr_t)
-      x_zr = Add (xw_zr_t, h_r_zr)
-    )ONNX");
-    step.Apply(acts[0], step.Clip(attrs, "x_zr"), "zr");
-    step.Add("z, r = Split <axis = -1, num_outputs = 2> (zr)");
-    if (attrs.linear_before_reset) {
-      step.Add(
-          reset_bias ? "h_r_h_nb = MatMul (h_prev, R_h_t)\nh_r_h = Add (h_r_h_nb, Rb_h)"
-                     : "h_r_h = MatMul (h_prev, R_h_t)");
-      step.Add(R"ONNX(
-        r_h = Mul (r, h_r_h)
-        x_h = Add (xw_h_t, r_h)
-      )ONNX");
-    } else {
-      step.Add(R"ONNX(
-        r_h = Mul (r, h_prev)
-        r_h_r = MatMul (r_h, R_h_t)
-        x_h = Add (xw_h_t, r_h_r)
-      )ONNX");
-    }
-    step.Apply(acts[1], step.Clip(attrs, "x_h"), "candidate");
-    // (1 - z) ⊙ candidate + z ⊙ Ht-1 as written (rearranged, it differs at overflow)
-    step.Scalar("one", 1.0f);
-    step.Add(R"ONNX(
-      one_minus_z = Sub (one, z)
-      keep = Mul (one_minus_z, candidate)
-      z_h = Mul (z, h_prev)
-      h_new = Add (keep, z_h)
-    )ONNX");
-    AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
-  }
-  AddEpilogue(text, attrs, false);
-
-  FunctionBuilder builder(functionProto);
-  builder.Add(GuardEmpty(text, attrs, false, ctx.hasInput(5), false).c_str());
-  schema.BuildFunction(functionProto);
-  return true;
+  return BuildFunctionBody(ctx, schema, functionProto, kMaskedGRU, GRUCell);
 }
 } // namespace
 

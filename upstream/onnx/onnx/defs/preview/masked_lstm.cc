@@ -110,127 +110,105 @@ What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`
 )DOC";
 // END GENERATED doc
 
-const MaskedOp kMaskedLSTM{"MaskedLSTM", 4, 3, 8, "input_forget", kDocHead, kDocTail, kMaskDoc, kMaskedOutputDoc};
+const MaskedOp kMaskedLSTM{
+    "MaskedLSTM",
+    4,
+    3,
+    8,
+    "input_forget",
+    "iof",
+    "c",
+    {"Sigmoid", "Tanh", "Tanh"},
+    kDocHead,
+    kDocTail,
+    kMaskDoc,
+    kMaskedOutputDoc};
+
+// The LSTM-22 cell, as the package's lstm_cell writes it (onnx_masked_rnn/functions/cells.py): the
+// gates i, o, f (activation f) apart from c; X·Wᵀ + Wb + Rb before the Scan.
+void LSTMCell(
+    const FunctionBodyBuildContext& ctx,
+    const MaskedRNNAttributes& attrs,
+    int d,
+    BodyText& text,
+    ScanParts& parts,
+    BodyText& step) {
+  const std::string s = "_" + std::to_string(d);
+  const auto& acts = attrs.activations[d];
+  std::string xw_iof = "xw_iof" + s, xw_c = "xw_c" + s;
+  if (ctx.hasInput(3)) {
+    text.AddFor(d, R"ONNX(
+      b{d} = Add (Wb{d}, Rb{d})
+      b_iof{d}, b_c{d} = Split <axis = 0> (b{d}, gate_split)
+      xw_iof_b{d} = Add (xw_iof{d}, b_iof{d})
+      xw_c_b{d} = Add (xw_c{d}, b_c{d})
+    )ONNX");
+    xw_iof = "xw_iof_b" + s;
+    xw_c = "xw_c_b" + s;
+  }
+  const bool peepholes = ctx.hasInput(7);
+  if (peepholes) {
+    text.AddFor(d, R"ONNX(
+      P{d} = Gather <axis = 0> (P, dir{d})
+      p_i{d}, p_o{d}, p_f{d} = Split <axis = 0, num_outputs = 3> (P{d})
+    )ONNX");
+    for (const char* gate : {"p_i", "p_o", "p_f"})
+      parts.pass_through.push_back({gate + s, gate, 1});
+  }
+  parts.scan_inputs = {{TimeMajor(text, attrs, xw_iof), "xw_iof_t"}, {TimeMajor(text, attrs, xw_c), "xw_c_t"}};
+
+  if (attrs.input_forget)
+    step.Scalar("one", 1.0f);
+  step.Add(R"ONNX(
+    h_r_iof = MatMul (h_prev, R_iof_t)
+    x_iof = Add (xw_iof_t, h_r_iof)
+    h_r_c = MatMul (h_prev, R_c_t)
+    x_c = Add (xw_c_t, h_r_c)
+  )ONNX");
+  step.Apply(acts[1], step.Clip(attrs, "x_c"), "g_c");
+  if (peepholes) { // i and f see c_prev, o sees the new c: the gates are activated one by one
+    step.Add(R"ONNX(
+      x_i, x_o, x_f = Split <axis = -1, num_outputs = 3> (x_iof)
+      p_i_c = Mul (p_i, c_prev)
+      x_i_p = Add (x_i, p_i_c)
+    )ONNX");
+    step.Apply(acts[0], step.Clip(attrs, "x_i_p"), "i");
+    if (!attrs.input_forget) {
+      step.Add(R"ONNX(
+        p_f_c = Mul (p_f, c_prev)
+        x_f_p = Add (x_f, p_f_c)
+      )ONNX");
+      step.Apply(acts[0], step.Clip(attrs, "x_f_p"), "forget");
+    }
+  } else { // f activates i, o, f in one call
+    step.Apply(acts[0], step.Clip(attrs, "x_iof"), "iof");
+    step.Add(
+        attrs.input_forget ? "i, o, f_unused = Split <axis = -1, num_outputs = 3> (iof)"
+                           : "i, o, forget = Split <axis = -1, num_outputs = 3> (iof)");
+  }
+  if (attrs.input_forget)
+    step.Add("forget = Sub (one, i)");
+  step.Add(R"ONNX(
+    forget_c = Mul (forget, c_prev)
+    i_g = Mul (i, g_c)
+    c_new = Add (forget_c, i_g)
+  )ONNX");
+  if (peepholes) {
+    step.Add(R"ONNX(
+      p_o_c = Mul (p_o, c_new)
+      x_o_p = Add (x_o, p_o_c)
+    )ONNX");
+    step.Apply(acts[0], step.Clip(attrs, "x_o_p"), "o");
+  }
+  step.Apply(acts[2], "c_new", "h_c");
+  step.Add("h_new = Mul (o, h_c)");
+}
 
 bool BuildMaskedLSTMFunctionBody(
     const FunctionBodyBuildContext& ctx,
     const OpSchema& schema,
     FunctionProto& functionProto) {
-  const TypeProto* x_type = ctx.getInputType(0);
-  if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
-    return false;
-  MaskedRNNAttributes attrs;
-  if (!ReadAttributes(ctx, {"Sigmoid", "Tanh", "Tanh"}, attrs))
-    return false;
-  BodyText text(x_type->tensor_type().elem_type());
-  const bool masked = AddPrologue(text, ctx, attrs, 4, 5, 6, 8);
-  text.Add(R"ONNX(
-    iof_count = Constant <value = int64[1] {3}> ()
-    H_iof = Mul (H, iof_count)
-    iof_c = Concat <axis = 0> (H_iof, H)
-  )ONNX");
-  for (int d = 0; d < attrs.num_directions(); ++d) {
-    const std::string s = "_" + std::to_string(d);
-    const auto& acts = attrs.activations[d];
-    // Everything independent of the state is computed once, before the Scan: the input
-    // projections of all steps with both biases, the gates i, o, f (activation f) apart from c.
-    text.AddFor(d, R"ONNX(
-      dir{d} = Constant <value = int64 {{dir}}> ()
-      W{d} = Gather <axis = 0> (W, dir{d})
-      W_t{d} = Transpose (W{d})
-      W_iof_t{d}, W_c_t{d} = Split <axis = -1> (W_t{d}, iof_c)
-      R{d} = Gather <axis = 0> (R, dir{d})
-      R_t{d} = Transpose (R{d})
-      R_iof_t{d}, R_c_t{d} = Split <axis = -1> (R_t{d}, iof_c)
-      xw_iof{d} = MatMul (x, W_iof_t{d})
-      xw_c{d} = MatMul (x, W_c_t{d})
-    )ONNX");
-    std::string xw_iof = "xw_iof" + s, xw_c = "xw_c" + s;
-    if (ctx.hasInput(3)) {
-      text.AddFor(d, R"ONNX(
-        B{d} = Gather <axis = 0> (B, dir{d})
-        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
-        b{d} = Add (Wb{d}, Rb{d})
-        b_iof{d}, b_c{d} = Split <axis = 0> (b{d}, iof_c)
-        xw_iof_b{d} = Add (xw_iof{d}, b_iof{d})
-        xw_c_b{d} = Add (xw_c{d}, b_c{d})
-      )ONNX");
-      xw_iof = "xw_iof_b" + s;
-      xw_c = "xw_c_b" + s;
-    }
-    ScanParts parts;
-    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
-    parts.states.push_back({InitialState(text, ctx.hasInput(6), "c0_all", "c0", d), "c", "c_new"});
-    parts.pass_through.push_back({"R_iof_t" + s, "R_iof_t", 2});
-    parts.pass_through.push_back({"R_c_t" + s, "R_c_t", 2});
-    const bool peepholes = ctx.hasInput(7);
-    if (peepholes) {
-      text.AddFor(d, R"ONNX(
-        P{d} = Gather <axis = 0> (P, dir{d})
-        p_i{d}, p_o{d}, p_f{d} = Split <axis = 0, num_outputs = 3> (P{d})
-      )ONNX");
-      for (const char* gate : {"p_i", "p_o", "p_f"})
-        parts.pass_through.push_back({gate + s, gate, 1});
-    }
-    parts.scan_inputs = {{TimeMajor(text, attrs, xw_iof), "xw_iof_t"}, {TimeMajor(text, attrs, xw_c), "xw_c_t"}};
-
-    // The step, as the package's lstm_cell writes it (onnx_masked_rnn/functions/cells.py).
-    BodyText step(text.elem_type());
-    step.BodyConstants(attrs);
-    if (attrs.input_forget)
-      step.Scalar("one", 1.0f);
-    step.Add(R"ONNX(
-      h_r_iof = MatMul (h_prev, R_iof_t)
-      x_iof = Add (xw_iof_t, h_r_iof)
-      h_r_c = MatMul (h_prev, R_c_t)
-      x_c = Add (xw_c_t, h_r_c)
-    )ONNX");
-    step.Apply(acts[1], step.Clip(attrs, "x_c"), "g_c");
-    if (peepholes) { // i and f see c_prev, o sees the new c: the gates are activated one by one
-      step.Add(R"ONNX(
-        x_i, x_o, x_f = Split <axis = -1, num_outputs = 3> (x_iof)
-        p_i_c = Mul (p_i, c_prev)
-        x_i_p = Add (x_i, p_i_c)
-      )ONNX");
-      step.Apply(acts[0], step.Clip(attrs, "x_i_p"), "i");
-      if (attrs.input_forget) {
-        step.Add("forget = Sub (one, i)");
-      } else {
-        step.Add(R"ONNX(
-          p_f_c = Mul (p_f, c_prev)
-          x_f_p = Add (x_f, p_f_c)
-        )ONNX");
-        step.Apply(acts[0], step.Clip(attrs, "x_f_p"), "forget");
-      }
-      step.Add(R"ONNX(
-        forget_c = Mul (forget, c_prev)
-        i_g = Mul (i, g_c)
-        c_new = Add (forget_c, i_g)
-        p_o_c = Mul (p_o, c_new)
-        x_o_p = Add (x_o, p_o_c)
-      )ONNX");
-      step.Apply(acts[0], step.Clip(attrs, "x_o_p"), "o");
-    } else { // f activates i, o, f in one call
-      step.Apply(acts[0], step.Clip(attrs, "x_iof"), "iof");
-      step.Add(
-          attrs.input_forget ? "i, o, f_unused = Split <axis = -1, num_outputs = 3> (iof)\nforget = Sub (one, i)"
-                             : "i, o, forget = Split <axis = -1, num_outputs = 3> (iof)");
-      step.Add(R"ONNX(
-        forget_c = Mul (forget, c_prev)
-        i_g = Mul (i, g_c)
-        c_new = Add (forget_c, i_g)
-      )ONNX");
-    }
-    step.Apply(acts[2], "c_new", "h_c");
-    step.Add("h_new = Mul (o, h_c)");
-    AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
-  }
-  AddEpilogue(text, attrs, true);
-
-  FunctionBuilder builder(functionProto);
-  builder.Add(GuardEmpty(text, attrs, true, ctx.hasInput(5), ctx.hasInput(6)).c_str());
-  schema.BuildFunction(functionProto);
-  return true;
+  return BuildFunctionBody(ctx, schema, functionProto, kMaskedLSTM, LSTMCell);
 }
 
 } // namespace

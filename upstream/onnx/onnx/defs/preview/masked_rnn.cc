@@ -109,62 +109,49 @@ What `Y` holds at a skipped step (mask false or `t >= sequence_lens[b]`). `zero`
 )DOC";
 // END GENERATED doc
 
-const MaskedOp kMaskedRNN{"MaskedRNN", 1, 1, 6, nullptr, kDocHead, kDocTail, kMaskDoc, kMaskedOutputDoc};
+const MaskedOp kMaskedRNN{
+    "MaskedRNN",
+    1,
+    1,
+    6,
+    nullptr,
+    nullptr,
+    nullptr,
+    {"Tanh"},
+    kDocHead,
+    kDocTail,
+    kMaskDoc,
+    kMaskedOutputDoc};
+
+// The RNN-22 cell, as the package's rnn_cell writes it (onnx_masked_rnn/functions/cells.py).
+void RNNCell(
+    const FunctionBodyBuildContext& ctx,
+    const MaskedRNNAttributes& attrs,
+    int d,
+    BodyText& text,
+    ScanParts& parts,
+    BodyText& step) {
+  std::string xw = "xw_" + std::to_string(d);
+  if (ctx.hasInput(3)) {
+    text.AddFor(d, R"ONNX(
+      b{d} = Add (Wb{d}, Rb{d})
+      xw_b{d} = Add (xw{d}, b{d})
+    )ONNX");
+    xw = "xw_b_" + std::to_string(d);
+  }
+  parts.scan_inputs = {{TimeMajor(text, attrs, xw), "xw_t"}};
+  step.Add(R"ONNX(
+    h_r = MatMul (h_prev, R_t)
+    x_h = Add (xw_t, h_r)
+  )ONNX");
+  step.Apply(attrs.activations[d][0], step.Clip(attrs, "x_h"), "h_new");
+}
 
 bool BuildMaskedRNNFunctionBody(
     const FunctionBodyBuildContext& ctx,
     const OpSchema& schema,
     FunctionProto& functionProto) {
-  const TypeProto* x_type = ctx.getInputType(0);
-  if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
-    return false;
-  MaskedRNNAttributes attrs;
-  if (!ReadAttributes(ctx, {"Tanh"}, attrs))
-    return false;
-  BodyText text(x_type->tensor_type().elem_type());
-  const bool masked = AddPrologue(text, ctx, attrs, 4, 5, -1, 6);
-  for (int d = 0; d < attrs.num_directions(); ++d) {
-    const std::string s = "_" + std::to_string(d);
-    const auto& acts = attrs.activations[d];
-    text.AddFor(d, R"ONNX(
-      dir{d} = Constant <value = int64 {{dir}}> ()
-      W{d} = Gather <axis = 0> (W, dir{d})
-      W_t{d} = Transpose (W{d})
-      R{d} = Gather <axis = 0> (R, dir{d})
-      R_t{d} = Transpose (R{d})
-      xw{d} = MatMul (x, W_t{d})
-    )ONNX");
-    ScanParts parts;
-    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
-    std::string xw = "xw" + s;
-    if (ctx.hasInput(3)) {
-      text.AddFor(d, R"ONNX(
-        B{d} = Gather <axis = 0> (B, dir{d})
-        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
-        b{d} = Add (Wb{d}, Rb{d})
-        xw_b{d} = Add (xw{d}, b{d})
-      )ONNX");
-      xw = "xw_b" + s;
-    }
-    parts.pass_through.push_back({"R_t" + s, "R_t", 2});
-    parts.scan_inputs = {{TimeMajor(text, attrs, xw), "xw_t"}};
-
-    // The step, as the package's rnn_cell writes it (onnx_masked_rnn/functions/cells.py).
-    BodyText step(text.elem_type());
-    step.BodyConstants(attrs);
-    step.Add(R"ONNX(
-      h_r = MatMul (h_prev, R_t)
-      x_h = Add (xw_t, h_r)
-    )ONNX");
-    step.Apply(acts[0], step.Clip(attrs, "x_h"), "h_new");
-    AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
-  }
-  AddEpilogue(text, attrs, false);
-
-  FunctionBuilder builder(functionProto);
-  builder.Add(GuardEmpty(text, attrs, false, ctx.hasInput(5), false).c_str());
-  schema.BuildFunction(functionProto);
-  return true;
+  return BuildFunctionBody(ctx, schema, functionProto, kMaskedRNN, RNNCell);
 }
 } // namespace
 

@@ -214,14 +214,14 @@ class MaskedRNNChecks {
     const char* state_what[3] = {
         layout_ == 1 ? "batch_size" : "num_directions", layout_ == 1 ? "num_directions" : "batch_size", "hidden_size"};
     for (int i : {5, 6}) {
-      if (i == 6 && op_.mask_index != 8)
+      if (i == 6 && !op_.lstm())
         continue; // initial_c is LSTM's
       if (const auto* s = Shape(i, 3)) {
         for (int axis = 0; axis < 3; ++axis)
           Expect(i, s->dim(axis), state[axis], axis, state_what[axis]);
       }
     }
-    if (op_.mask_index == 8) {
+    if (op_.lstm()) {
       if (const auto* P = Shape(7, 2)) {
         Expect(7, P->dim(0), D, 0, "num_directions");
         Expect(7, P->dim(1), H >= 0 ? 3 * H : -1, 1, "3 x hidden_size");
@@ -741,6 +741,79 @@ std::string InitialState(BodyText& text, bool present, const std::string& all, c
     return "zeros";
   text.AddFor(d, "{name}{d} = Gather <axis = 0> ({all}, dir{d})", {{"name", name}, {"all", all}});
   return name + "_" + std::to_string(d);
+}
+
+bool BuildFunctionBody(
+    const FunctionBodyBuildContext& ctx,
+    const OpSchema& schema,
+    FunctionProto& functionProto,
+    const MaskedOp& op,
+    const CellBuilder& cell) {
+  const TypeProto* x_type = ctx.getInputType(0);
+  if (x_type == nullptr || !x_type->has_tensor_type() || ElemTypeName(x_type->tensor_type().elem_type()).empty())
+    return false;
+  MaskedRNNAttributes attrs;
+  const std::vector<std::string> defaults(op.default_activations, op.default_activations + op.num_activations);
+  if (!ReadAttributes(ctx, defaults, attrs))
+    return false;
+  const bool lstm = op.lstm(), grouped = op.first_gates != nullptr;
+  const BodyText::Values groups{{"a", grouped ? op.first_gates : ""}, {"b", grouped ? op.last_gate : ""}};
+  BodyText text(x_type->tensor_type().elem_type());
+  const bool masked = AddPrologue(text, ctx, attrs, 4, 5, lstm ? 6 : -1, op.mask_index);
+  if (grouped) // the sizes of the two groups of gates: (G-1)·H and H
+    text.Add(
+        R"ONNX(
+      first_gates = Constant <value = int64[1] {{count}}> ()
+      H_first = Mul (H, first_gates)
+      gate_split = Concat <axis = 0> (H_first, H)
+    )ONNX",
+        {{"count", std::to_string(op.num_gates - 1)}});
+  for (int d = 0; d < attrs.num_directions(); ++d) {
+    const std::string s = "_" + std::to_string(d);
+    // X·Wᵀ of all steps is computed before the Scan; the step reads Rᵀ as a pass-through state.
+    text.AddFor(d, R"ONNX(
+      dir{d} = Constant <value = int64 {{dir}}> ()
+      W{d} = Gather <axis = 0> (W, dir{d})
+      W_t{d} = Transpose (W{d})
+      R{d} = Gather <axis = 0> (R, dir{d})
+      R_t{d} = Transpose (R{d})
+    )ONNX");
+    ScanParts parts;
+    parts.states.push_back({InitialState(text, ctx.hasInput(5), "h0_all", "h0", d), "h", "h_new"});
+    if (lstm)
+      parts.states.push_back({InitialState(text, ctx.hasInput(6), "c0_all", "c0", d), "c", "c_new"});
+    if (grouped) {
+      text.AddFor(
+          d,
+          R"ONNX(
+        W_{a}_t{d}, W_{b}_t{d} = Split <axis = -1> (W_t{d}, gate_split)
+        R_{a}_t{d}, R_{b}_t{d} = Split <axis = -1> (R_t{d}, gate_split)
+        xw_{a}{d} = MatMul (x, W_{a}_t{d})
+        xw_{b}{d} = MatMul (x, W_{b}_t{d})
+      )ONNX",
+          groups);
+      for (const std::string group : {op.first_gates, op.last_gate})
+        parts.pass_through.push_back({"R_" + group + "_t" + s, "R_" + group + "_t", 2});
+    } else {
+      text.AddFor(d, "xw{d} = MatMul (x, W_t{d})");
+      parts.pass_through.push_back({"R_t" + s, "R_t", 2});
+    }
+    if (ctx.hasInput(3))
+      text.AddFor(d, R"ONNX(
+        B{d} = Gather <axis = 0> (B, dir{d})
+        Wb{d}, Rb{d} = Split <axis = 0, num_outputs = 2> (B{d})
+      )ONNX");
+    BodyText step(text.elem_type());
+    step.BodyConstants(attrs);
+    cell(ctx, attrs, d, text, parts, step);
+    AddDirectionScan(text, attrs, d, masked, ctx.hasInput(5), parts, step);
+  }
+  AddEpilogue(text, attrs, lstm);
+
+  FunctionBuilder builder(functionProto);
+  builder.Add(GuardEmpty(text, attrs, lstm, ctx.hasInput(5), lstm && ctx.hasInput(6)).c_str());
+  schema.BuildFunction(functionProto);
+  return true;
 }
 
 std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op) {

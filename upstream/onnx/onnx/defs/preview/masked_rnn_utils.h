@@ -29,10 +29,19 @@ struct MaskedOp {
   int num_activations; // per direction: 3, 2, 1
   int mask_index; // 8, 6, 6
   const char* flag; // the 0/1 attribute of the cell: "input_forget", "linear_before_reset" or nullptr
+  // The names of the two groups of gates the body projects apart, the last gate alone (LSTM: "iof"
+  // and "c"; GRU: "zr" and "h"); nullptr for RNN's one gate.
+  const char* first_gates;
+  const char* last_gate;
+  const char* default_activations[3]; // per direction, num_activations of them
   const char* doc_head; // the doc string before the part restated from the ONNX counterpart's
   const char* doc_tail; // and after it
   const char* mask_doc;
   const char* masked_output_doc;
+
+  bool lstm() const {
+    return mask_index == 8; // initial_c and P are LSTM's
+  }
 };
 
 // The counterpart's schema (LSTM-22, GRU-22 or RNN-22) turned into the masked operator's: its doc
@@ -290,6 +299,27 @@ std::string TimeMajor(BodyText& text, const MaskedRNNAttributes& attrs, const st
 
 // The op-level epilogue: directions concatenated, outputs back in `layout`, named `<output>_rec`.
 void AddEpilogue(BodyText& text, const MaskedRNNAttributes& attrs, bool lstm);
+
+// The op's cell in one direction `d` of its function body: appends to `text` what precedes the Scan
+// (bias, peepholes; the projections `xw_<first_gates>_<d>` and `xw_<last_gate>_<d>`, or `xw_<d>`, and
+// Wb<d>, Rb<d> when B is given are made), completes `parts` (its scan inputs, pass-through values
+// beyond R's) and writes the step's nodes into `step`, which compute h_new (and c_new).
+using CellBuilder = std::function<void(
+    const FunctionBodyBuildContext& ctx,
+    const MaskedRNNAttributes& attrs,
+    int d,
+    BodyText& text,
+    ScanParts& parts,
+    BodyText& step)>;
+
+// The op's context-dependent function body: the prologue, one Scan per direction around `cell`, the
+// epilogue and GuardEmpty. False (no body) for X of an unsupported type or invalid attributes.
+bool BuildFunctionBody(
+    const FunctionBodyBuildContext& ctx,
+    const OpSchema& schema,
+    FunctionProto& functionProto,
+    const MaskedOp& op,
+    const CellBuilder& cell);
 
 // The function's nodes: `recurrence` (the effective mask and the Scans, outputs `<output>_rec`) when X
 // has a step and a row, else the outputs of no processed step: Y zeros, Y_h/Y_c the initial states

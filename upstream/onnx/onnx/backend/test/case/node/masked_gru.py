@@ -5,32 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx import helper
 from onnx.backend.test.case.base import Base
-from onnx.backend.test.case.node.masked_rnn_common import expect_masked, make_inputs
-from onnx.defs import AI_ONNX_PREVIEW_DOMAIN
+from onnx.backend.test.case.node.masked_rnn_common import (
+    expect_masked,
+    make_inputs,
+    masked_node,
+)
 
 
 class MaskedGRU(Base):
     @staticmethod
     def export_masked_gru() -> None:
         """Defaults (forward, masked_output "zero", linear_before_reset 0) with a mask with holes."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
         )
         expect_masked(node, make_inputs(node), name="test_masked_gru")
 
     @staticmethod
     def export_reverse_carry() -> None:
         """Direction "reverse" with masked_output "carry"."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="reverse",
             masked_output="carry",
         )
@@ -39,11 +35,8 @@ class MaskedGRU(Base):
     @staticmethod
     def export_linear_before_reset() -> None:
         """linear_before_reset 1, bidirectional, "carry"."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             linear_before_reset=1,
             masked_output="carry",
@@ -55,11 +48,9 @@ class MaskedGRU(Base):
     @staticmethod
     def export_batchwise_sequence_lens() -> None:
         """Layout 1 with sequence_lens and mask, no initial_h."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
             inputs=["X", "W", "R", "B", "sequence_lens", "", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             layout=1,
         )
         inputs = make_inputs(node, sequence_lens=[2, 4, 0])
@@ -70,11 +61,8 @@ class MaskedGRU(Base):
         """float64, clip, and the activation functions ThresholdedRelu (alpha 0.1), Softsign,
         Softplus and Relu.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             clip=1.5,
             activations=["ThresholdedRelu", "Softsign", "Softplus", "Relu"],
@@ -88,11 +76,8 @@ class MaskedGRU(Base):
         """Direction "bidirectional", "zero": both directions skip the same steps; the reverse
         direction of a row starts at its last processed step.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedGRU",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
         )
         expect_masked(node, make_inputs(node), name="test_masked_gru_bidirectional")

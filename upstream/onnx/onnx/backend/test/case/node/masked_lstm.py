@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx import helper
 from onnx.backend.test.case.base import Base
-from onnx.backend.test.case.node.masked_rnn_common import expect_masked, make_inputs
-from onnx.defs import AI_ONNX_PREVIEW_DOMAIN
+from onnx.backend.test.case.node.masked_rnn_common import (
+    expect_masked,
+    make_inputs,
+    masked_node,
+)
 
 
 class MaskedLSTM(Base):
@@ -17,11 +19,8 @@ class MaskedLSTM(Base):
         """Defaults (forward, masked_output "zero") with a mask with holes: a masked step keeps
         (h, c) and its Y is 0.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             hidden_size=3,
         )
         expect_masked(node, make_inputs(node), name="test_masked_lstm")
@@ -31,11 +30,8 @@ class MaskedLSTM(Base):
         """masked_output "carry": Y at a masked step repeats the previous output, 0 before the
         first processed step (Keras masking).
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             masked_output="carry",
         )
         expect_masked(node, make_inputs(node), name="test_masked_lstm_carry")
@@ -45,11 +41,8 @@ class MaskedLSTM(Base):
         """Direction "reverse" with "carry": steps run from the last to the first, the output is
         time-aligned and "previous" means the later step.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="reverse",
             masked_output="carry",
         )
@@ -58,11 +51,8 @@ class MaskedLSTM(Base):
     @staticmethod
     def export_bidirectional() -> None:
         """Direction "bidirectional": both directions skip the same steps."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
         )
         expect_masked(node, make_inputs(node), name="test_masked_lstm_bidirectional")
@@ -70,11 +60,8 @@ class MaskedLSTM(Base):
     @staticmethod
     def export_batchwise() -> None:
         """Layout 1: X, mask ([batch_size, seq_length]), states and outputs batch-major."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             layout=1,
             masked_output="carry",
@@ -86,7 +73,7 @@ class MaskedLSTM(Base):
         """sequence_lens and mask together: step t of row b is processed when
         mask[t, b] and t < sequence_lens[b]; a row of length 0 keeps its initial state.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
             inputs=[
                 "X",
@@ -99,8 +86,6 @@ class MaskedLSTM(Base):
                 "",
                 "mask",
             ],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             masked_output="carry",
         )
@@ -110,11 +95,9 @@ class MaskedLSTM(Base):
     @staticmethod
     def export_peepholes_input_forget() -> None:
         """Peepholes P and input_forget 1 (f = 1 - i)."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
             inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "P", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             input_forget=1,
         )
         expect_masked(
@@ -127,11 +110,8 @@ class MaskedLSTM(Base):
         order by the functions that take them (HardSigmoid: 0.3, 0.4; LeakyRelu: 0.2;
         ScaledTanh: 1.5, 0.7; Affine: 0.9, 0.1; Elu: 1.1).
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             clip=0.8,
             activations=[
@@ -150,11 +130,9 @@ class MaskedLSTM(Base):
     @staticmethod
     def export_no_mask() -> None:
         """No mask and no optional input: MaskedLSTM computes LSTM-22."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
             inputs=["X", "W", "R"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
         )
         expect_masked(node, make_inputs(node), name="test_masked_lstm_no_mask")
 
@@ -163,11 +141,8 @@ class MaskedLSTM(Base):
         """Right-padded (what sequence_lens expresses), left-padded, one row without any step
         (Y_h, Y_c are its initial states) and every step masked, in "carry" mode.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             masked_output="carry",
         )
         for kind in ("right_padded", "left_padded", "one_row_masked", "all_masked"):
@@ -179,11 +154,8 @@ class MaskedLSTM(Base):
         """seq_length 0 and batch_size 0: no step is processed, Y is empty and Y_h, Y_c are the
         initial states.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             masked_output="carry",
         )
         inputs = make_inputs(node, mask="all_masked", seq_length=0)
@@ -196,11 +168,8 @@ class MaskedLSTM(Base):
         """NaN in X at every masked step: a masked step's input reaches no output, so every
         output is finite.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             masked_output="carry",
         )
@@ -214,11 +183,8 @@ class MaskedLSTM(Base):
         so that every intermediate value is exact in float16 and any implementation, whether
         it computes in float16 or in a wider type, gives these outputs exactly.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
-            inputs=["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             activations=["Relu", "Relu", "Relu"],
             masked_output="carry",
         )
@@ -231,11 +197,9 @@ class MaskedLSTM(Base):
     @staticmethod
     def export_seq_length_0_sequence_lens() -> None:
         """seq_length 0 with sequence_lens, all 0: Y is empty, Y_h and Y_c the initial states."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedLSTM",
             inputs=["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c"],
-            outputs=["Y", "Y_h", "Y_c"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
         )
         inputs = make_inputs(node, sequence_lens=[0, 0, 0], seq_length=0)
         expect_masked(node, inputs, name="test_masked_lstm_seq_length_0_sequence_lens")

@@ -3,32 +3,28 @@
 # SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
-from onnx import helper
 from onnx.backend.test.case.base import Base
-from onnx.backend.test.case.node.masked_rnn_common import expect_masked, make_inputs
-from onnx.defs import AI_ONNX_PREVIEW_DOMAIN
+from onnx.backend.test.case.node.masked_rnn_common import (
+    expect_masked,
+    make_inputs,
+    masked_node,
+)
 
 
 class MaskedRNN(Base):
     @staticmethod
     def export_masked_rnn() -> None:
         """Defaults (forward, masked_output "zero", Tanh) with a mask with holes."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedRNN",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
         )
         expect_masked(node, make_inputs(node), name="test_masked_rnn")
 
     @staticmethod
     def export_bidirectional_carry() -> None:
         """Direction "bidirectional" with "carry" and Relu, Tanh."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedRNN",
-            inputs=["X", "W", "R", "B", "", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="bidirectional",
             activations=["Relu", "Tanh"],
             masked_output="carry",
@@ -40,11 +36,9 @@ class MaskedRNN(Base):
     @staticmethod
     def export_batchwise_reverse() -> None:
         """Layout 1, direction "reverse", sequence_lens and mask, clip."""
-        node = helper.make_node(
+        node = masked_node(
             "MaskedRNN",
             inputs=["X", "W", "R", "B", "sequence_lens", "initial_h", "mask"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="reverse",
             layout=1,
             clip=0.6,
@@ -57,11 +51,9 @@ class MaskedRNN(Base):
         """sequence_lens without mask, the RNN-22 node's meaning: Y is 0 from a row's length on;
         a row of length 0 keeps its initial state as Y_h.
         """
-        node = helper.make_node(
+        node = masked_node(
             "MaskedRNN",
             inputs=["X", "W", "R", "B", "sequence_lens", "initial_h"],
-            outputs=["Y", "Y_h"],
-            domain=AI_ONNX_PREVIEW_DOMAIN,
             direction="reverse",
         )
         inputs = make_inputs(node, sequence_lens=[2, 0, 4])

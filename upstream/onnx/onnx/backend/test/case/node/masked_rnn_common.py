@@ -8,6 +8,8 @@ operators' text written for these tests (independent of ``onnx.reference``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import onnx
@@ -15,12 +17,23 @@ from onnx import helper
 from onnx.backend.test.case.node import expect
 from onnx.defs import AI_ONNX_PREVIEW_DOMAIN
 
-# The function bodies of MaskedLSTM, MaskedGRU and MaskedRNN are built at ai.onnx opset 22.
+# The tests' models import ai.onnx 22 (the function bodies are built at the model's opset).
 OPSET_IMPORTS = [
     helper.make_opsetid("", 22),
     helper.make_opsetid(AI_ONNX_PREVIEW_DOMAIN, 1),
 ]
 NUM_GATES = {"MaskedLSTM": 4, "MaskedGRU": 3, "MaskedRNN": 1}
+# The inputs a node test reads unless it says otherwise: X, W, R, B, initial states and mask.
+DEFAULT_INPUTS = {
+    "MaskedLSTM": ["X", "W", "R", "B", "", "initial_h", "initial_c", "", "mask"],
+    "MaskedGRU": ["X", "W", "R", "B", "", "initial_h", "mask"],
+    "MaskedRNN": ["X", "W", "R", "B", "", "initial_h", "mask"],
+}
+OUTPUTS = {
+    "MaskedLSTM": ["Y", "Y_h", "Y_c"],
+    "MaskedGRU": ["Y", "Y_h"],
+    "MaskedRNN": ["Y", "Y_h"],
+}
 DEFAULT_ACTIVATIONS = {
     "MaskedLSTM": ["Sigmoid", "Tanh", "Tanh"],
     "MaskedGRU": ["Sigmoid", "Tanh"],
@@ -158,6 +171,21 @@ def masked_recurrence(
     return [
         o.astype(dtype) for o, name in zip(outputs, node.output, strict=False) if name
     ]
+
+
+def masked_node(
+    op_type: str, inputs: list[str] | None = None, **attributes: Any
+) -> onnx.NodeProto:
+    """A node of ``op_type`` in ai.onnx.preview reading ``inputs`` (default
+    :data:`DEFAULT_INPUTS`) and writing every output.
+    """
+    return helper.make_node(
+        op_type,
+        inputs=inputs or DEFAULT_INPUTS[op_type],
+        outputs=OUTPUTS[op_type],
+        domain=AI_ONNX_PREVIEW_DOMAIN,
+        **attributes,
+    )
 
 
 def make_mask(kind: str, seq_length: int, batch_size: int) -> np.ndarray:
