@@ -18,15 +18,15 @@ Usage::
     python scripts/generate_docs.py            # rewrite the stale documents
     python scripts/generate_docs.py --check    # print the diff of each stale document; exit 1 if any
     python scripts/generate_docs.py record-pytest-times JUNIT.xml [--command CMD]
-    python scripts/generate_docs.py record-upstream SUMMARY.txt [--command CMD]
 
 The records come from (``docs/results/``): ``bench.json`` from ``onnx-masked-rnn bench --json``;
 ``conformance.json`` from ``python -m onnx_masked_rnn.conformance.limitations --record`` (which also
 rewrites ``known_limitations.json``); ``fuzz.json`` from ``onnx-masked-rnn fuzz --json``;
 ``keras_export.json``, ``torch_export.json``, ``ab_graphs.json``, ``keras_tf_export.json`` from the
 scripts of the same names (``scripts/bench_*.py``, ``scripts/ab_graphs.py``); ``upstream.json`` and
-``pytest_times.json`` from the two subcommands above (the output of ``upstream/summarize.py``, the
-last lines of ``upstream/check.sh``; a JUnit XML, e.g. ``pytest --junitxml=JUNIT.xml``).
+``upstream_main.json`` from ``upstream/check.sh --record`` (``upstream/summarize.py`` writes what
+it prints); ``pytest_times.json`` from the subcommand above (a JUnit XML, e.g.
+``pytest --junitxml=JUNIT.xml``).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ RECORDERS = {
     "docs/results/conformance.json",
     "fuzz.json": "onnx-masked-rnn fuzz --cases 300 --seed 0 --json docs/results/fuzz.json",
     "kernel_fuzz.json": "onnx-masked-rnn fuzz --path kernel --json docs/results/kernel_fuzz.json",
-    "upstream.json": f"upstream/check.sh | tail -6 > SUMMARY.txt; python {SCRIPT} record-upstream "
-    "SUMMARY.txt --command upstream/check.sh",
+    "upstream.json": "bash upstream/check.sh --record docs/results/upstream.json",
+    "upstream_main.json": "bash upstream/check.sh --source DIR --record docs/results/upstream_main.json",
     "pytest_times.json": f"pytest --junitxml=JUNIT.xml; python {SCRIPT} record-pytest-times JUNIT.xml "
     "--command pytest",
     "keras_export.json": "KERAS_BACKEND=torch python scripts/bench_keras_export.py --json "
@@ -606,8 +606,10 @@ def fuzz_table(data: dict[str, Any]) -> str:
     return text
 
 
-def render_upstream(path: Path) -> str:
-    data = load("upstream.json")
+def upstream_table(name: str) -> str:
+    """An ``upstream/check.sh --record`` record (``upstream/summarize.py``'s format): what the run
+    printed, one row a suite and the total, then the onnx tree, the series' revision and the time."""
+    data = load(name)
     lines = ["| suite | passed | failed | skipped |", "|---|---|---|---|"]
     for suite in data["suites"]:
         lines.append(f"| {suite['name']} | {suite['passed']} | {suite['failed']} | {suite['skipped']} |")
@@ -616,10 +618,18 @@ def render_upstream(path: Path) -> str:
     seconds = f" in {data['seconds']:.0f} s" if data.get("seconds") else ""
     return (
         "\n".join(lines)
-        + f"\n\nonnx {data.get('base', '?')} with the series{seconds}. "
-        + provenance(data)
+        + f"\n\n{data['onnx_tree']} with the series at revision `{data['series_revision']}`{seconds}. "
+        + provenance(data, ("onnx", "onnxruntime"))
         + "\n"
     )
+
+
+def render_upstream(path: Path) -> str:
+    return upstream_table("upstream.json")
+
+
+def render_upstream_main(path: Path) -> str:
+    return upstream_table("upstream_main.json")
 
 
 def render_pytest_times(path: Path) -> str:
@@ -726,6 +736,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "fuzz": (render_fuzz, "fuzz.json"),
     "kernel-fuzz": (render_kernel_fuzz, "kernel_fuzz.json"),
     "upstream": (render_upstream, "upstream.json"),
+    "upstream-main": (render_upstream_main, "upstream_main.json"),
     "pytest-times": (render_pytest_times, "pytest_times.json"),
     "keras-export": (render_keras_export, "keras_export.json"),
     "keras-tf-export": (render_keras_tf_export, "keras_tf_export.json"),
@@ -824,36 +835,7 @@ def diff(path: Path, text: str, new: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Recorders of the measurements made outside Python: the upstream check, a pytest run
-
-
-def record_upstream(summary: Path, command: str) -> dict[str, Any]:
-    """A record of ``upstream/check.sh``'s last lines (``upstream/summarize.py``'s output: one line
-    ``suite: N passed, N failed, N skipped`` per suite, then ``N passed, N failed``, and check.sh's
-    ``done in S s``)."""
-    data = record.start("upstream", command=command)
-    suites, total, seconds = [], None, None
-    for line in summary.read_text().splitlines():
-        line = line.strip()
-        if m := re.fullmatch(r"([\w-]+): (\d+) passed, (\d+) failed, (\d+) skipped", line):
-            suites.append(
-                {
-                    "name": m.group(1),
-                    "passed": int(m.group(2)),
-                    "failed": int(m.group(3)),
-                    "skipped": int(m.group(4)),
-                }
-            )
-        elif m := re.fullmatch(r"([\w-]+): no report \(the run crashed\): 1 failed", line):
-            suites.append({"name": m.group(1), "passed": 0, "failed": 1, "skipped": 0})
-        elif m := re.fullmatch(r"(\d+) passed, (\d+) failed", line):
-            total = {"passed": int(m.group(1)), "failed": int(m.group(2))}
-        elif m := re.search(r"done in (\d+) s", line):
-            seconds = int(m.group(1))
-    if not suites or total is None:
-        raise ValueError(f"{summary}: no 'suite: N passed, N failed, N skipped' lines and total line")
-    base = (ROOT / "upstream" / "BASE").read_text().strip() if (ROOT / "upstream" / "BASE").exists() else None
-    return record.finish(data, base=base, seconds=seconds, suites=suites, total=total)
+# Recorders of the measurements made outside Python: a pytest run
 
 
 def file_of(classname: str, file: str | None) -> str:
@@ -895,10 +877,7 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="print the diff of each stale document; write nothing"
     )
     sub = parser.add_subparsers(dest="record")
-    for name, what in (
-        ("record-upstream", "SUMMARY: upstream/check.sh's last lines (upstream/summarize.py's output)"),
-        ("record-pytest-times", "JUNIT: a pytest run's --junitxml file"),
-    ):
+    for name, what in (("record-pytest-times", "JUNIT: a pytest run's --junitxml file"),):
         p = sub.add_parser(name, help=f"record {what} in docs/results/")
         p.add_argument("input", type=Path, help=what)
         p.add_argument("--command", required=True, help="the command that produced the input, as run")
@@ -906,10 +885,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         if not args.input.is_file():
             parser.error(f"{args.input}: no such file")
-        recorder, target = {
-            "record-upstream": (record_upstream, "upstream.json"),
-            "record-pytest-times": (record_pytest_times, "pytest_times.json"),
-        }[args.record]
+        recorder, target = {"record-pytest-times": (record_pytest_times, "pytest_times.json")}[args.record]
         record.write(recorder(args.input, args.command), RESULTS / target)
         print(f"wrote docs/results/{target}; now run python {SCRIPT}")
         return 0

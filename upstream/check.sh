@@ -4,7 +4,9 @@
 #   bash upstream/check.sh                  onnx's source distribution of upstream/BASE
 #   bash upstream/check.sh --source DIR     an onnx source tree or git directory (its HEAD), e.g.
 #                                           the mirror of onnx main that the `fetch` tool gives
-#   ... --record LABEL                      also write docs/results/upstream_check_LABEL.json
+#   ... --record FILE                       also write the run's record (upstream/summarize.py) to
+#                                           FILE: docs/results/upstream.json for the sdist,
+#                                           docs/results/upstream_main.json for onnx main
 #
 # Steps: upstream/patches is what upstream/series.py writes from the sources and each series
 # applies on its own base (series.py check); clang-format (format.sh --check); the series applied
@@ -29,8 +31,8 @@ RECORD=""
 while (($#)); do
   case "$1" in
     --source) SOURCE="$(cd "$2" && pwd)"; shift 2 ;;
-    --record) RECORD="$2"; shift 2 ;;
-    *) echo "usage: check.sh [--source DIR] [--record LABEL]" >&2; exit 2 ;;
+    --record) RECORD="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    *) echo "usage: check.sh [--source DIR] [--record FILE]" >&2; exit 2 ;;
   esac
 done
 # Fixed paths per kind of tree: ccache hits need the same paths on every run.
@@ -194,9 +196,17 @@ run_pytest onnx-schemas-functions-checker "$T/schema_test.py" "$T/function_test.
 step "done in $(($(date +%s) - START)) s"
 RECORD_ARGS=()
 if [[ -n "$RECORD" ]]; then
-  # UPSTREAM_REVISION names the series' revision when this checkout is not a git repository.
-  REVISION="${UPSTREAM_REVISION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)}"
-  RECORD_ARGS=(--json "$REPO/docs/results/upstream_check_$RECORD.json" --onnx "$DESCRIBED"
-    --seconds "$(($(date +%s) - START))" --revision "$REVISION")
+  # The series' revision: this checkout's commit, "-dirty" when the series' own files differ from
+  # it (UPSTREAM_REVISION names it when the checkout is not a git repository).
+  SERIES_FILES=(upstream/onnx upstream/edits upstream/patches upstream/series.toml upstream/tests
+    upstream/check.sh upstream/summarize.py tests/static_errors.py onnx_masked_rnn ':(exclude)onnx_masked_rnn/kernel')
+  if REVISION="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"; then
+    git -C "$REPO" diff --quiet HEAD -- "${SERIES_FILES[@]}" || REVISION+="-dirty"
+  fi
+  COMMAND="bash upstream/check.sh"
+  [[ -n "$SOURCE" ]] && COMMAND+=" --source DIR"
+  [[ -z "$SOURCE" ]] && RECORD_ARGS+=(--base "$VERSION")
+  RECORD_ARGS+=(--json "$RECORD" --command "$COMMAND --record ${RECORD#"$REPO"/}" --onnx "$DESCRIBED"
+    --seconds "$(($(date +%s) - START))" --revision "${UPSTREAM_REVISION:-${REVISION:-unknown}}")
 fi
-"$VENV/bin/python" "$HERE/summarize.py" "${RECORD_ARGS[@]}" "${SUITES[@]}"
+PYTHONPATH="$REPO" "$VENV/bin/python" "$HERE/summarize.py" "${RECORD_ARGS[@]}" "${SUITES[@]}"

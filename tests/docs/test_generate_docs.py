@@ -96,23 +96,35 @@ def test_record_names_date_command_machine_and_versions(path: Path) -> None:
     assert data["machine"]["load_average_after"] is not None
 
 
-def test_record_upstream_reads_the_summary(tmp_path: Path) -> None:
-    summary = tmp_path / "summary.txt"
-    summary.write_text(
-        "==> done in 181 s\n"
-        "backend_reference: 98 passed, 0 failed, 100 skipped\n"
-        "upstream: no report (the run crashed): 1 failed\n"
-        "98 passed, 1 failed\n"
+def test_upstream_record_is_what_summarize_prints(tmp_path: Path, monkeypatch, capsys) -> None:
+    """upstream/summarize.py writes what it prints (one format), and the docs render that record."""
+    loader = importlib.util.spec_from_file_location("summarize", ROOT / "upstream" / "summarize.py")
+    summarize = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(summarize)
+    (tmp_path / "1-scan.xml").write_text(
+        '<testsuites><testsuite tests="200" failures="1" errors="1" skipped="100"/></testsuites>'
     )
-    data = generate_docs.record_upstream(summary, "upstream/check.sh")
-    assert data["suites"] == [
-        {"name": "backend_reference", "passed": 98, "failed": 0, "skipped": 100},
-        {"name": "upstream", "passed": 0, "failed": 1, "skipped": 0},
+    out = tmp_path / "upstream.json"
+    argv = [str(tmp_path / "1-scan.xml"), str(tmp_path / "2-crashed.xml"), "--json", str(out)]
+    argv += ["--onnx", "onnx 1.23.2 (source distribution)", "--base", "1.23.2", "--seconds", "181"]
+    assert summarize.main([*argv, "--revision", "abc1234"]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "1-scan: 98 passed, 2 failed, 100 skipped",
+        "2-crashed: no report (the run crashed): 1 failed",
+        "98 passed, 3 failed",
     ]
-    assert data["total"] == {"passed": 98, "failed": 1} and data["seconds"] == 181
-    summary.write_text("nothing here\n")
-    with pytest.raises(ValueError, match="summary.txt: no 'suite: N passed"):
-        generate_docs.record_upstream(summary, "upstream/check.sh")
+    data = json.loads(out.read_text())
+    assert data["kind"] == "upstream" and data["seconds"] == 181 and data["base"] == "1.23.2"
+    assert data["suites"] == [
+        {"name": "1-scan", "passed": 98, "failed": 2, "skipped": 100},
+        {"name": "2-crashed", "passed": 0, "failed": 1, "skipped": 0},
+    ]
+    assert data["total"] == {"passed": 98, "failed": 3}
+    monkeypatch.setattr(generate_docs, "RESULTS", tmp_path)
+    table = generate_docs.render_upstream(tmp_path)
+    assert "| 1-scan | 98 | 2 | 100 |" in table and "| **total** | 98 | 3 | |" in table
+    assert "onnx 1.23.2 (source distribution) with the series at revision `abc1234` in 181 s" in table
 
 
 def test_record_pytest_times_sums_per_file(tmp_path: Path) -> None:
