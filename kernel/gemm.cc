@@ -132,6 +132,53 @@ void Gemm<C>::Run(const OrtKernelContext* context, const C* a, int64_t m, int64_
                  &values[3], 1));
 }
 
+template <class C>
+Gemm<C>::Repeated::Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b,
+                            int64_t n, C* out)
+    : gemm_(gemm), a_(a), k_(k), n_(n), out_(out) {
+  if (k == 0 || !gemm.uses_runtime()) {  // the plain loop, on b transposed once
+    bt_.resize(static_cast<size_t>(k * n));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) bt_[p * n + j] = b[j * k + p];
+    }
+    return;
+  }
+  a_values_.assign(static_cast<size_t>(max_m + 1), nullptr);
+  out_values_.assign(static_cast<size_t>(max_m + 1), nullptr);
+  const int64_t b_shape[] = {n, k};
+  Check(ORT_CALL(CreateTensorWithDataAsOrtValue, gemm.memory_, const_cast<C*>(b),
+                 static_cast<size_t>(n * k) * sizeof(C), b_shape, 2, kElementType<C>, &b_value_));
+}
+
+template <class C>
+Gemm<C>::Repeated::~Repeated() {
+  if (b_value_ != nullptr) ORT_CALL(ReleaseValue, b_value_);
+  for (auto* values : {&a_values_, &out_values_}) {
+    for (OrtValue* value : *values) {
+      if (value != nullptr) ORT_CALL(ReleaseValue, value);
+    }
+  }
+}
+
+template <class C>
+void Gemm<C>::Repeated::Run(const OrtKernelContext* context, int64_t m) {
+  if (m == 0 || n_ == 0) return;
+  if (b_value_ == nullptr) {
+    RunTransposed(a_, m, k_, bt_.data(), n_, nullptr, out_);
+    return;
+  }
+  auto view = [&](OrtValue*& value, const C* data, int64_t cols) {
+    if (value != nullptr) return;
+    const int64_t shape[] = {m, cols};
+    Check(ORT_CALL(CreateTensorWithDataAsOrtValue, gemm_.memory_, const_cast<C*>(data),
+                   static_cast<size_t>(m * cols) * sizeof(C), shape, 2, kElementType<C>, &value));
+  };
+  view(a_values_[m], a_, k_);
+  view(out_values_[m], out_, n_);
+  const OrtValue* inputs[] = {a_values_[m], b_value_};
+  Check(ORT_CALL(InvokeOp, context, gemm_.without_bias_, inputs, 2, &out_values_[m], 1));
+}
+
 template class Gemm<float>;
 template class Gemm<double>;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ort_api.h"
 
@@ -25,6 +26,29 @@ class Gemm {
                             C* out);
 
   bool uses_runtime() const { return with_bias_ != nullptr; }
+
+  // One recurrent product repeated over a run's steps, out[m, n] = a[m, k] · b[n, k]ᵀ for the
+  // first m rows of fixed buffers a and out: the runtime's tensors of b, and of a and out for each
+  // m met, are made once per run instead of once per step (and b is transposed once for the
+  // plain loop). Belongs to one Compute call: the kernel keeps no state between runs.
+  class Repeated {
+   public:
+    Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b, int64_t n, C* out);
+    ~Repeated();
+    Repeated(const Repeated&) = delete;
+    Repeated& operator=(const Repeated&) = delete;
+
+    void Run(const OrtKernelContext* context, int64_t m);
+
+   private:
+    const Gemm& gemm_;
+    const C* a_;
+    int64_t k_, n_;
+    C* out_;
+    OrtValue* b_value_ = nullptr;
+    std::vector<OrtValue*> a_values_, out_values_;  // by m, made on first use
+    std::vector<C> bt_;                             // the plain loop's b transposed
+  };
 
  private:
   OrtOp* with_bias_ = nullptr;

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "activations.h"
@@ -65,6 +67,99 @@ uint16_t FloatToBFloat16(float f) {  // round to nearest even
   if ((x & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((x >> 16) | 0x40);
   x += 0x7FFF + ((x >> 16) & 1);
   return static_cast<uint16_t>(x >> 16);
+}
+
+// ---- the float32 cells with the default activations, in vectorized passes over a row ----
+//
+// The same operations in the same order as the general code in Recur, so the results are the
+// same bits, in loops compiled for the machine's widest vectors (the general code's glue loops
+// are not). A pass per stage over a row in L1 beats one fused loop, which runs out of vector
+// registers. `clip` is +infinity without the attribute (Clip(x, inf) is x, NaN included);
+// `g` is scratch space of 5 * H.
+
+OMR_VECTOR_CLONES void LstmRowDefault(const float* __restrict x, const float* __restrict r,
+                                      const float* __restrict peep, float* __restrict c,
+                                      float* __restrict h, int64_t H, float clip, bool coupled,
+                                      float* __restrict g) {
+  // g: i, o, f, c~ (x's order), then tanh(c)
+  if (peep != nullptr) {
+    for (int64_t j = 0; j < H; ++j) g[j] = Clip(x[j] + r[j] + peep[j] * c[j], clip);
+    for (int64_t j = 0; j < H; ++j) g[j] = SigmoidF(g[j]);
+    if (!coupled) {
+      for (int64_t j = 2 * H; j < 3 * H; ++j) {
+        g[j] = Clip(x[j] + r[j] + peep[j] * c[j - 2 * H], clip);
+      }
+      for (int64_t j = 2 * H; j < 3 * H; ++j) g[j] = SigmoidF(g[j]);
+    }
+  } else {
+    const int64_t gates = coupled ? 2 * H : 3 * H;  // i, o (, f)
+    for (int64_t j = 0; j < gates; ++j) g[j] = Clip(x[j] + r[j], clip);
+    for (int64_t j = 0; j < gates; ++j) g[j] = SigmoidF(g[j]);
+  }
+  if (coupled) {
+    for (int64_t j = 0; j < H; ++j) g[2 * H + j] = 1.0f - g[j];
+  }
+  for (int64_t j = 3 * H; j < 4 * H; ++j) g[j] = Clip(x[j] + r[j], clip);
+  for (int64_t j = 3 * H; j < 4 * H; ++j) g[j] = TanhF(g[j]);
+  for (int64_t j = 0; j < H; ++j) c[j] = g[2 * H + j] * c[j] + g[j] * g[3 * H + j];
+  if (peep != nullptr) {
+    for (int64_t j = H; j < 2 * H; ++j) g[j] = Clip(x[j] + r[j] + peep[j] * c[j - H], clip);
+    for (int64_t j = H; j < 2 * H; ++j) g[j] = SigmoidF(g[j]);
+  }
+  for (int64_t j = 0; j < H; ++j) g[4 * H + j] = TanhF(c[j]);
+  for (int64_t j = 0; j < H; ++j) h[j] = g[H + j] * g[4 * H + j];
+}
+
+// linear_before_reset: x (z, r, h), r: h·Rᵀ (z, r, h), rb: the recurrent bias of h; updates h.
+OMR_VECTOR_CLONES void GruRowLinearDefault(const float* __restrict x, const float* __restrict r,
+                                           const float* __restrict rb, float* __restrict h,
+                                           int64_t H, float clip, float* __restrict g) {
+  for (int64_t j = 0; j < 2 * H; ++j) g[j] = Clip(x[j] + r[j], clip);
+  for (int64_t j = 0; j < 2 * H; ++j) g[j] = SigmoidF(g[j]);
+  for (int64_t j = 0; j < H; ++j) {
+    g[2 * H + j] = Clip(x[2 * H + j] + g[H + j] * (r[2 * H + j] + rb[j]), clip);
+  }
+  for (int64_t j = 2 * H; j < 3 * H; ++j) g[j] = TanhF(g[j]);
+  for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - g[j]) * g[2 * H + j] + g[j] * h[j];
+}
+
+// Without linear_before_reset, first half: zr = (z, r) of the row, rh = r * h.
+OMR_VECTOR_CLONES void GruGatesDefault(const float* __restrict x, const float* __restrict r,
+                                       const float* __restrict h, float* __restrict zr,
+                                       float* __restrict rh, int64_t H, float clip) {
+  for (int64_t j = 0; j < 2 * H; ++j) zr[j] = Clip(x[j] + r[j], clip);
+  for (int64_t j = 0; j < 2 * H; ++j) zr[j] = SigmoidF(zr[j]);
+  for (int64_t j = 0; j < H; ++j) rh[j] = zr[H + j] * h[j];
+}
+
+// Second half: x: the row's X·Wᵀ + bias of h, rec_h: (r * h)·R_hᵀ; updates h.
+OMR_VECTOR_CLONES void GruCandidateDefault(const float* __restrict x, const float* __restrict rec_h,
+                                           const float* __restrict z, float* __restrict h,
+                                           int64_t H, float clip, float* __restrict g) {
+  for (int64_t j = 0; j < H; ++j) g[j] = Clip(x[j] + rec_h[j], clip);
+  for (int64_t j = 0; j < H; ++j) g[j] = TanhF(g[j]);
+  for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - z[j]) * g[j] + z[j] * h[j];
+}
+
+OMR_VECTOR_CLONES void RnnRowDefault(const float* __restrict x, const float* __restrict r,
+                                     float* __restrict h, int64_t H, float clip) {
+  for (int64_t j = 0; j < H; ++j) h[j] = Clip(x[j] + r[j], clip);
+  for (int64_t j = 0; j < H; ++j) h[j] = TanhF(h[j]);
+}
+
+// Whether a direction's activations are the defaults the rows above compute.
+bool DefaultActivations(OpKind op, const std::vector<Activation>& acts) {
+  auto is = [&](size_t i, ActivationKind kind) { return acts.size() > i && acts[i].kind == kind; };
+  switch (op) {
+    case OpKind::kLstm:
+      return is(0, ActivationKind::kSigmoid) && is(1, ActivationKind::kTanh) &&
+             is(2, ActivationKind::kTanh);
+    case OpKind::kGru:
+      return is(0, ActivationKind::kSigmoid) && is(1, ActivationKind::kTanh);
+    case OpKind::kRnn:
+      return is(0, ActivationKind::kTanh);
+  }
+  return false;
 }
 
 // ---- inputs and outputs ----
@@ -150,18 +245,23 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   const bool lbr = gru && attrs.linear_before_reset;
   const C clip = static_cast<C>(attrs.clip);
   auto clipped = [&](C x) { return attrs.has_clip ? Clip(x, clip) : x; };
+  const float clip_bound = attrs.has_clip ? attrs.clip : INFINITY;
 
   // The effective mask m[t, b] = mask[t, b] and t < sequence_lens[b], time-major.
   std::vector<uint8_t> m(static_cast<size_t>(T * N), 1);
+  int64_t cells = 0;
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t b = 0; b < N; ++b) {
       bool on = p.mask == nullptr || p.mask[layout1 ? b * T + t : t * N + b] != 0;
       if (p.sequence_lens != nullptr && t >= p.sequence_lens[b]) on = false;
       m[t * N + b] = on;
+      cells += on;
     }
   }
 
-  // Input projections of every step and direction at once: X · Wᵀ + bias, [rows of X, D*G*H].
+  // Input projections of every processed step and direction at once: X · Wᵀ + bias for the rows
+  // of X the mask keeps (all of them, or those gathered), [cells, D*G*H]; slot[row of X] is the
+  // row's place there.
   std::vector<C> bias(static_cast<size_t>(D * GH), C(0));
   if (p.B != nullptr) {
     for (int64_t d = 0; d < D; ++d) {
@@ -172,8 +272,23 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       }
     }
   }
-  std::vector<C> xw(static_cast<size_t>(T * N * D * GH));
-  gemm.Run(context, p.X, T * N, I, p.W, D * GH, bias.data(), xw.data());
+  auto x_row = [&](int64_t t, int64_t b) { return layout1 ? b * T + t : t * N + b; };
+  std::vector<int64_t> slot;
+  std::unique_ptr<C[]> xw(new C[static_cast<size_t>(cells * D * GH)]);  // written by the product
+  if (cells == T * N) {
+    gemm.Run(context, p.X, T * N, I, p.W, D * GH, bias.data(), xw.get());
+  } else if (cells > 0) {
+    slot.assign(static_cast<size_t>(T * N), -1);
+    std::unique_ptr<C[]> kept(new C[static_cast<size_t>(cells * I)]);
+    int64_t k = 0;
+    for (int64_t row = 0; row < T * N; ++row) {
+      const int64_t t = layout1 ? row % T : row / N, b = layout1 ? row / T : row % N;
+      if (!m[t * N + b]) continue;
+      std::memcpy(&kept[k * I], p.X + row * I, sizeof(C) * I);
+      slot[row] = k++;
+    }
+    gemm.Run(context, kept.get(), cells, I, p.W, D * GH, bias.data(), xw.get());
+  }
 
   std::vector<C> h(static_cast<size_t>(N * H)), c(lstm ? static_cast<size_t>(N * H) : 0);
   std::vector<C> gathered(static_cast<size_t>(N * H)), rec(static_cast<size_t>(N * GH));
@@ -183,13 +298,23 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   std::vector<int64_t> active;
   active.reserve(static_cast<size_t>(N));
   std::vector<uint8_t> seen(static_cast<size_t>(N));
+  const int64_t first = gru && !lbr ? 2 * H : GH;  // GRU without lbr: z and r first
 
   for (int64_t d = 0; d < D; ++d) {
     const bool reverse = attrs.reverse || d == 1;
     const std::vector<Activation>& acts = attrs.activations[d];
+    const bool fast = std::is_same_v<C, float> && DefaultActivations(attrs.op, acts);
     const C* R = p.R + d * GH * H;
     const C* peep = p.P != nullptr ? p.P + d * 3 * H : zeros.data();
     const C* Rb_h = p.B != nullptr ? p.B + d * 2 * GH + GH + 2 * H : zeros.data();
+    // The recurrent products: of every row (h), of the rows gathered, of GRU's r * h.
+    typename Gemm<C>::Repeated rec_all(gemm, h.data(), N, H, R, first, rec.data());
+    typename Gemm<C>::Repeated rec_some(gemm, gathered.data(), N, H, R, first, rec.data());
+    std::unique_ptr<typename Gemm<C>::Repeated> rec_reset;
+    if (gru && !lbr) {
+      rec_reset = std::make_unique<typename Gemm<C>::Repeated>(gemm, rh.data(), N, H, R + 2 * H * H,
+                                                               H, rec_h.data());
+    }
     auto state_at = [&](int64_t b) { return (layout1 ? b * D + d : d * N + b) * H; };
     for (int64_t b = 0; b < N; ++b) {
       for (int64_t j = 0; j < H; ++j) {
@@ -206,19 +331,19 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       }
       const int64_t na = static_cast<int64_t>(active.size());
       auto xw_at = [&](int64_t b) {
-        return xw.data() + (layout1 ? b * T + t : t * N + b) * D * GH + d * GH;
+        const int64_t row = x_row(t, b);
+        return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
       };
       if (na > 0) {
         // Only the rows processed at this step enter the recurrent product.
-        const C* hp = h.data();
         if (na < N) {
           for (int64_t i = 0; i < na; ++i) {
             std::memcpy(&gathered[i * H], &h[active[i] * H], sizeof(C) * H);
           }
-          hp = gathered.data();
+          rec_some.Run(context, na);
+        } else {
+          rec_all.Run(context, na);
         }
-        const int64_t first = gru && !lbr ? 2 * H : GH;  // GRU without lbr: z and r first
-        gemm.Run(context, hp, na, H, R, first, nullptr, rec.data());
         if (lstm) {
           C* gi = gates.data();
           C* go = gi + H;
@@ -230,6 +355,13 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
             const C* x = xw_at(b);
             const C* r = rec.data() + i * GH;
             C* cb = &c[b * H];
+            if constexpr (std::is_same_v<C, float>) {
+              if (fast) {
+                LstmRowDefault(x, r, p.P != nullptr ? peep : nullptr, cb, &h[b * H], H, clip_bound,
+                               attrs.input_forget, gates.data());
+                continue;
+              }
+            }
             for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
             Apply(acts[0], gi, H);
             if (attrs.input_forget) {
@@ -251,22 +383,38 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
             C* hb = &h[b * H];
             for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
           }
+        } else if (gru && lbr && fast) {
+          if constexpr (std::is_same_v<C, float>) {
+            for (int64_t i = 0; i < na; ++i) {
+              const int64_t b = active[i];
+              GruRowLinearDefault(xw_at(b), rec.data() + i * GH, Rb_h, &h[b * H], H, clip_bound,
+                                  gates.data());
+            }
+          }
         } else if (gru) {
           const int64_t stride = first;
           for (int64_t i = 0; i < na; ++i) {
             const C* x = xw_at(active[i]);
             const C* r = rec.data() + i * stride;
             C* z = &zr[i * 2 * H];
+            if constexpr (std::is_same_v<C, float>) {
+              if (fast && !lbr) {
+                GruGatesDefault(x, r, &h[active[i] * H], z, &rh[i * H], H, clip_bound);
+                continue;
+              }
+            }
             for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
             Apply(acts[0], z, 2 * H);
           }
           if (!lbr) {
-            for (int64_t i = 0; i < na; ++i) {
-              const C* rg = &zr[i * 2 * H + H];
-              const C* hb = &h[active[i] * H];
-              for (int64_t j = 0; j < H; ++j) rh[i * H + j] = rg[j] * hb[j];
+            if (!fast) {
+              for (int64_t i = 0; i < na; ++i) {
+                const C* rg = &zr[i * 2 * H + H];
+                const C* hb = &h[active[i] * H];
+                for (int64_t j = 0; j < H; ++j) rh[i * H + j] = rg[j] * hb[j];
+              }
             }
-            gemm.Run(context, rh.data(), na, H, R + 2 * H * H, H, nullptr, rec_h.data());
+            rec_reset->Run(context, na);
           }
           C* cand = gates.data();
           for (int64_t i = 0; i < na; ++i) {
@@ -274,6 +422,12 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
             const C* x = xw_at(b) + 2 * H;
             const C* z = &zr[i * 2 * H];
             const C* rg = z + H;
+            if constexpr (std::is_same_v<C, float>) {
+              if (fast && !lbr) {
+                GruCandidateDefault(x, &rec_h[i * H], z, &h[b * H], H, clip_bound, gates.data());
+                continue;
+              }
+            }
             if (lbr) {
               const C* r = rec.data() + i * GH + 2 * H;
               for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
@@ -291,6 +445,12 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
             const C* x = xw_at(b);
             const C* r = rec.data() + i * H;
             C* hb = &h[b * H];
+            if constexpr (std::is_same_v<C, float>) {
+              if (fast) {
+                RnnRowDefault(x, r, hb, H, clip_bound);
+                continue;
+              }
+            }
             for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
             Apply(acts[0], hb, H);
           }
