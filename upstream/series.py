@@ -1,15 +1,16 @@
-"""Builds the onnx patch series from its sources and writes it, or checks that it is up to date.
+"""Builds a patch series from its sources and writes it, or checks that it is up to date.
 
-The sources are the files the series adds to onnx (``upstream/onnx/``, laid out as in onnx), the
-edits of onnx's own files (``upstream/edits/*.diff``) and the list of series and commits
-(``upstream/series.toml``). ``write`` unpacks onnx's source distribution (``upstream/BASE``) into a
-git repository, makes each commit (copy its files, ``git apply`` its edits) and writes every
-series to ``upstream/patches/<series>/`` with ``git format-patch``. ``check`` does the same into a
-temporary folder and fails when a patch differs from what is committed (a patch edited by hand or
-a source changed without ``write``), then checks that each series applies with ``git am`` on the
-source distribution with only the series it ``requires``.
+A series root (``upstream/`` for onnx, ``upstream/tf2onnx/`` for tf2onnx) holds the list of series
+and commits (``series.toml``, whose ``package`` names the project, onnx by default), the pinned
+version (``BASE``), the files the series add (``<package>/``, laid out as in the project) and the
+edits of the project's own files (``edits/*.diff``). ``write`` unpacks the project's source
+distribution of ``BASE`` into a git repository, makes each commit (copy its files, ``git apply``
+its edits) and writes every series to ``patches/<series>/`` with ``git format-patch``. ``check``
+does the same into a temporary folder and fails when a patch differs from what is committed (a
+patch edited by hand or a source changed without ``write``), then checks that each series applies
+with ``git am`` on the source distribution with only the series it ``requires``.
 
-Usage: ``python upstream/series.py write|check [--sdist onnx-X.tar.gz]``.
+Usage: ``python upstream/series.py write|check [--root DIR] [--sdist PACKAGE-X.tar.gz]``.
 """
 
 from __future__ import annotations
@@ -27,11 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "onnx"
-PATCHES = HERE / "patches"
-MANIFEST = HERE / "series.toml"
 CACHE = Path(os.environ.get("ONNX_UPSTREAM_CACHE", Path.home() / ".cache" / "onnx-masked-rnn-upstream"))
-BASE_MESSAGE = "onnx {version} (source distribution)"
+BASE_MESSAGE = "{package} {version} (source distribution)"
 BASE_DATE = "2000-01-01T00:00:00+00:00"
 
 
@@ -49,13 +47,30 @@ class Series:
     commits: list[Commit]
 
 
+@dataclass
+class Manifest:
+    """A series root's ``series.toml``: the project, the commits' author and date, the series."""
+
+    root: Path
+    package: str
+    author: str
+    date: str
+    series: list[Series]
+
+    @property
+    def sources(self) -> Path:
+        return self.root / self.package
+
+
 class SeriesError(Exception):
     """A source, edit or series that cannot be built or applied; the message says which."""
 
 
-def read_manifest(path: Path = MANIFEST) -> tuple[str, str, list[Series]]:
-    """The author, date and series of ``path``, each checked against the sources it names."""
+def read_manifest(path: Path = HERE / "series.toml") -> Manifest:
+    """The manifest ``path``, each series checked against the sources it names."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
+    package = data.get("package", "onnx")
+    sources = path.parent / package
     series = []
     for entry in data["series"]:
         commits = [
@@ -64,10 +79,8 @@ def read_manifest(path: Path = MANIFEST) -> tuple[str, str, list[Series]]:
         ]
         for commit in commits:
             for name in commit.adds:
-                if not (path.parent / "onnx" / name).is_file():
-                    raise SeriesError(
-                        f"{path.name}: series {entry['name']} adds {name}, not in upstream/onnx/"
-                    )
+                if not (sources / name).is_file():
+                    raise SeriesError(f"{path.name}: series {entry['name']} adds {name}, not in {sources}/")
             for name in commit.edits:
                 if not (path.parent / name).is_file():
                     raise SeriesError(
@@ -81,16 +94,12 @@ def read_manifest(path: Path = MANIFEST) -> tuple[str, str, list[Series]]:
                 )
         series.append(Series(entry["name"], list(entry.get("requires", [])), commits))
     listed = {name for s in series for c in s.commits for name in c.adds}
-    present = {
-        p.relative_to(path.parent / "onnx").as_posix()
-        for p in (path.parent / "onnx").rglob("*")
-        if p.is_file()
-    }
+    present = {p.relative_to(sources).as_posix() for p in sources.rglob("*") if p.is_file()}
     if present - listed:
         raise SeriesError(
-            f"{path.name}: files under upstream/onnx/ that no commit adds: {sorted(present - listed)}"
+            f"{path.name}: files under {sources}/ that no commit adds: {sorted(present - listed)}"
         )
-    return data["author"], data["date"], series
+    return Manifest(path.parent, package, data["author"], data["date"], series)
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -115,30 +124,39 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return result.stdout
 
 
-def sdist_path(version: str) -> Path:
-    """onnx's source distribution of ``version``, downloaded from the package index if not cached."""
-    path = CACHE / "sdist" / f"onnx-{version}.tar.gz"
+def sdist_path(version: str, package: str = "onnx") -> Path:
+    """``package``'s source distribution of ``version``, downloaded from the package index if not
+    cached."""
+    path = CACHE / "sdist" / f"{package}-{version}.tar.gz"
     if not path.exists():
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "onnx"]
-            + [f"onnx=={version}", "-d", str(path.parent)],
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", package]
+            + [f"{package}=={version}", "-d", str(path.parent)],
             check=True,
         )
     return path
 
 
-def unpack(sdist: Path, repo: Path, version: str) -> None:
+def unpack(sdist: Path, repo: Path, package: str, version: str) -> None:
     """``sdist`` unpacked into ``repo`` as a git repository of one commit, tagged ``base``."""
     repo.mkdir(parents=True)
     with tarfile.open(sdist) as archive:
         top = archive.getnames()[0].split("/")[0]
-        archive.extractall(repo.parent / "unpacked", filter="tar")
+        archive.extractall(repo.parent / "unpacked", filter=_owned_by_us)
     (repo.parent / "unpacked" / top).rename(repo)
     (repo.parent / "unpacked").rmdir()
     git(repo, "init", "-q")
     git(repo, "add", "-A")
-    commit(repo, BASE_MESSAGE.format(version=version), "onnx <onnx@localhost>", BASE_DATE)
+    message = BASE_MESSAGE.format(package=package, version=version)
+    commit(repo, message, f"{package} <{package}@localhost>", BASE_DATE)
     git(repo, "tag", "base")
+
+
+def _owned_by_us(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+    """The "tar" extraction filter, with the files owned by this process: git refuses a repository
+    owned by another user, which the archive's owner (tf2onnx's: uid 1001) is when root unpacks it."""
+    member = tarfile.tar_filter(member, path)
+    return member.replace(uid=os.getuid(), gid=os.getgid(), uname=None, gname=None, deep=False)
 
 
 def commit(repo: Path, message: str, author: str, date: str) -> None:
@@ -146,19 +164,22 @@ def commit(repo: Path, message: str, author: str, date: str) -> None:
     git(repo, "commit", "-q", "--allow-empty-message", f"--author={author}", "-m", message, env=env)
 
 
-def build(repo: Path, author: str, date: str, series: list[Series]) -> None:
-    """Makes every commit of ``series`` on top of ``repo``'s HEAD, tagging each series' last."""
-    for s in series:
+def build(repo: Path, manifest: Manifest) -> None:
+    """Makes every commit of the manifest on top of ``repo``'s HEAD, tagging each series' last."""
+    author, date = manifest.author, manifest.date
+    for s in manifest.series:
         for c in s.commits:
             for name in c.adds:
                 target = repo / name
                 if target.exists():
-                    raise SeriesError(f"series {s.name} adds {name}, which onnx already has: make it an edit")
+                    raise SeriesError(
+                        f"series {s.name} adds {name}, which {manifest.package} already has: make it an edit"
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(SOURCES / name, target)
+                shutil.copyfile(manifest.sources / name, target)
             for name in c.edits:
                 try:
-                    git(repo, "apply", "--whitespace=nowarn", str(HERE / name))
+                    git(repo, "apply", "--whitespace=nowarn", str(manifest.root / name))
                 except SeriesError as error:
                     raise SeriesError(f"series {s.name}: {name} does not apply:\n{error}") from None
             git(repo, "add", "-A")
@@ -187,13 +208,14 @@ def format_patches(repo: Path, series: list[Series], out: Path) -> None:
         previous = s.name
 
 
-def write_series(sdist: Path, version: str, out: Path, work: Path) -> list[Series]:
-    author, date, series = read_manifest()
-    repo = work / "onnx"
-    unpack(sdist, repo, version)
-    build(repo, author, date, series)
-    format_patches(repo, series, out)
-    return series
+def write_series(manifest: Manifest, sdist: Path, version: str, out: Path, work: Path) -> Path:
+    """Builds the manifest's commits on ``sdist`` in ``work`` and writes its patches to ``out``;
+    the repository built."""
+    repo = work / manifest.package
+    unpack(sdist, repo, manifest.package, version)
+    build(repo, manifest)
+    format_patches(repo, manifest.series, out)
+    return repo
 
 
 def stale(written: Path, committed: Path) -> list[str]:
@@ -227,32 +249,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["write", "check"])
     parser.add_argument(
-        "--sdist", type=Path, help="onnx's source distribution (default: upstream/BASE's, cached)"
+        "--root", type=Path, default=HERE, help="the series root (default: upstream/, onnx's series)"
+    )
+    parser.add_argument(
+        "--sdist", type=Path, help="the project's source distribution (default: BASE's, cached)"
     )
     args = parser.parse_args(argv)
-    version = (HERE / "BASE").read_text().strip()
-    sdist = args.sdist or sdist_path(version)
+    root = args.root.resolve()
+    patches = root / "patches"
     try:
+        manifest = read_manifest(root / "series.toml")
+        series = manifest.series
+        version = (root / "BASE").read_text().strip()
+        sdist = args.sdist or sdist_path(version, manifest.package)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             written = work / "patches"
-            series = write_series(sdist, version, written, work)
+            repo = write_series(manifest, sdist, version, written, work)
             if args.command == "write":
-                shutil.rmtree(PATCHES, ignore_errors=True)
-                shutil.copytree(written, PATCHES)
-                count = sum(1 for _ in PATCHES.rglob("*.patch"))
-                print(f"wrote {count} patches in {len(series)} series to {PATCHES}")
+                shutil.rmtree(patches, ignore_errors=True)
+                shutil.copytree(written, patches)
+                count = sum(1 for _ in patches.rglob("*.patch"))
+                print(f"wrote {count} patches in {len(series)} series to {patches}")
                 return 0
-            differing = stale(written, PATCHES)
+            differing = stale(written, patches)
             if differing:
                 print(
-                    "upstream/patches is stale (a patch edited by hand, or a source changed without "
+                    f"{patches} is stale (a patch edited by hand, or a source changed without "
                     "`python upstream/series.py write`): " + ", ".join(differing),
                     file=sys.stderr,
                 )
                 return 1
-            check_bases(work / "onnx", series, PATCHES)
-            print(f"upstream/patches is up to date; each of the {len(series)} series applies on its base")
+            check_bases(repo, series, patches)
+            print(f"{patches} is up to date; each of the {len(series)} series applies on its base")
             return 0
     except SeriesError as error:
         print(f"series.py: {error}", file=sys.stderr)
