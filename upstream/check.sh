@@ -42,6 +42,13 @@ else
   SRC="$CACHE/src" RESULTS="$CACHE/results" KEPT_DOCS="$HERE/docs"
 fi
 START=$(date +%s)
+# The series' revision, as the run starts: this checkout's commit, "-dirty" when the series' own
+# files differ from it (UPSTREAM_REVISION names it when the checkout is not a git repository).
+SERIES_FILES=(upstream/onnx upstream/edits upstream/patches upstream/series.toml upstream/tests
+  upstream/check.sh upstream/summarize.py tests/static_errors.py onnx_masked_rnn ':(exclude)onnx_masked_rnn/kernel')
+if REVISION="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"; then
+  git -C "$REPO" diff --quiet HEAD -- "${SERIES_FILES[@]}" || REVISION+="-dirty"
+fi
 
 step() { echo "=== [$(($(date +%s) - START)) s] $*"; }
 
@@ -196,13 +203,6 @@ run_pytest onnx-schemas-functions-checker "$T/schema_test.py" "$T/function_test.
 step "done in $(($(date +%s) - START)) s"
 RECORD_ARGS=()
 if [[ -n "$RECORD" ]]; then
-  # The series' revision: this checkout's commit, "-dirty" when the series' own files differ from
-  # it (UPSTREAM_REVISION names it when the checkout is not a git repository).
-  SERIES_FILES=(upstream/onnx upstream/edits upstream/patches upstream/series.toml upstream/tests
-    upstream/check.sh upstream/summarize.py tests/static_errors.py onnx_masked_rnn ':(exclude)onnx_masked_rnn/kernel')
-  if REVISION="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"; then
-    git -C "$REPO" diff --quiet HEAD -- "${SERIES_FILES[@]}" || REVISION+="-dirty"
-  fi
   COMMAND="bash upstream/check.sh"
   [[ -n "$SOURCE" ]] && COMMAND+=" --source DIR"
   [[ -z "$SOURCE" ]] && RECORD_ARGS+=(--base "$VERSION")
