@@ -1,5 +1,6 @@
 #include "masked_rnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -234,6 +235,43 @@ struct Problem {
   C* Y_c;
 };
 
+// Runs body(first, last, scratch) over the rows [0, rows) of a step in chunks of about
+// kChunkValues values of h, on the session's intra-op threads (without a thread pool onnxruntime
+// runs them one after the other). A chunk's rows and scratch (scratch_size values, from
+// `scratch`) are its own, so the results do not depend on the number of threads.
+constexpr int64_t kChunkValues = 1024;
+
+inline int64_t RowsPerChunk(int64_t H) {
+  return std::max<int64_t>(1, kChunkValues / std::max<int64_t>(H, 1));
+}
+
+inline int64_t RowChunks(int64_t rows, int64_t H) {
+  return std::max<int64_t>(1, (rows + RowsPerChunk(H) - 1) / RowsPerChunk(H));
+}
+
+template <class C, class Body>
+void ParallelRows(const OrtKernelContext* context, int64_t rows, int64_t H, C* scratch,
+                  int64_t scratch_size, Body&& body) {
+  const int64_t chunks = RowChunks(rows, H);
+  if (chunks <= 1) {
+    body(int64_t{0}, rows, scratch);
+    return;
+  }
+  struct Job {
+    Body* body;
+    int64_t rows, per;
+    C* scratch;
+    int64_t scratch_size;
+  } job{&body, rows, RowsPerChunk(H), scratch, scratch_size};
+  auto run = [](void* data, size_t index) {
+    const Job& j = *static_cast<const Job*>(data);
+    const int64_t first = static_cast<int64_t>(index) * j.per;
+    (*j.body)(first, std::min(first + j.per, j.rows),
+              j.scratch + static_cast<int64_t>(index) * j.scratch_size);
+  };
+  Check(ORT_CALL(KernelContext_ParallelFor, context, run, static_cast<size_t>(chunks), 0, &job));
+}
+
 // Runs every direction of the masked recurrence (spec/semantics.md section 3).
 template <class C>
 void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext* context,
@@ -294,7 +332,8 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   std::vector<C> gathered(static_cast<size_t>(N * H)), rec(static_cast<size_t>(N * GH));
   std::vector<C> zr(gru ? static_cast<size_t>(2 * N * H) : 0), rh(gru ? N * H : 0);
   std::vector<C> rec_h(gru ? static_cast<size_t>(N * H) : 0);
-  std::vector<C> gates(static_cast<size_t>(5 * H)), zeros(static_cast<size_t>(3 * H), C(0));
+  std::vector<C> gates(static_cast<size_t>(RowChunks(N, H) * 5 * H));
+  std::vector<C> zeros(static_cast<size_t>(3 * H), C(0));
   std::vector<int64_t> active;
   active.reserve(static_cast<size_t>(N));
   std::vector<uint8_t> seen(static_cast<size_t>(N));
@@ -345,115 +384,120 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
           rec_all.Run(context, na);
         }
         if (lstm) {
-          C* gi = gates.data();
-          C* go = gi + H;
-          C* gf = go + H;
-          C* gc = gf + H;
-          C* ht = gc + H;
-          for (int64_t i = 0; i < na; ++i) {
-            const int64_t b = active[i];
-            const C* x = xw_at(b);
-            const C* r = rec.data() + i * GH;
-            C* cb = &c[b * H];
-            if constexpr (std::is_same_v<C, float>) {
-              if (fast) {
-                LstmRowDefault(x, r, p.P != nullptr ? peep : nullptr, cb, &h[b * H], H, clip_bound,
-                               attrs.input_forget, gates.data());
-                continue;
-              }
-            }
-            for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
-            Apply(acts[0], gi, H);
-            if (attrs.input_forget) {
-              for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
-            } else {
-              for (int64_t j = 0; j < H; ++j) {
-                gf[j] = clipped(x[2 * H + j] + r[2 * H + j] + peep[2 * H + j] * cb[j]);
-              }
-              Apply(acts[0], gf, H);
-            }
-            for (int64_t j = 0; j < H; ++j) gc[j] = clipped(x[3 * H + j] + r[3 * H + j]);
-            Apply(acts[1], gc, H);
-            for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
-            for (int64_t j = 0; j < H; ++j)
-              go[j] = clipped(x[H + j] + r[H + j] + peep[H + j] * cb[j]);
-            Apply(acts[0], go, H);
-            std::memcpy(ht, cb, sizeof(C) * H);
-            Apply(acts[2], ht, H);
-            C* hb = &h[b * H];
-            for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
-          }
-        } else if (gru && lbr && fast) {
-          if constexpr (std::is_same_v<C, float>) {
-            for (int64_t i = 0; i < na; ++i) {
+          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
+            C* gi = g;
+            C* go = gi + H;
+            C* gf = go + H;
+            C* gc = gf + H;
+            C* ht = gc + H;
+            for (int64_t i = i0; i < i1; ++i) {
               const int64_t b = active[i];
-              GruRowLinearDefault(xw_at(b), rec.data() + i * GH, Rb_h, &h[b * H], H, clip_bound,
-                                  gates.data());
+              const C* x = xw_at(b);
+              const C* r = rec.data() + i * GH;
+              C* cb = &c[b * H];
+              if constexpr (std::is_same_v<C, float>) {
+                if (fast) {
+                  LstmRowDefault(x, r, p.P != nullptr ? peep : nullptr, cb, &h[b * H], H,
+                                 clip_bound, attrs.input_forget, g);
+                  continue;
+                }
+              }
+              for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
+              Apply(acts[0], gi, H);
+              if (attrs.input_forget) {
+                for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+              } else {
+                for (int64_t j = 0; j < H; ++j) {
+                  gf[j] = clipped(x[2 * H + j] + r[2 * H + j] + peep[2 * H + j] * cb[j]);
+                }
+                Apply(acts[0], gf, H);
+              }
+              for (int64_t j = 0; j < H; ++j) gc[j] = clipped(x[3 * H + j] + r[3 * H + j]);
+              Apply(acts[1], gc, H);
+              for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+              for (int64_t j = 0; j < H; ++j)
+                go[j] = clipped(x[H + j] + r[H + j] + peep[H + j] * cb[j]);
+              Apply(acts[0], go, H);
+              std::memcpy(ht, cb, sizeof(C) * H);
+              Apply(acts[2], ht, H);
+              C* hb = &h[b * H];
+              for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
             }
-          }
+          });
         } else if (gru) {
           const int64_t stride = first;
-          for (int64_t i = 0; i < na; ++i) {
-            const C* x = xw_at(active[i]);
-            const C* r = rec.data() + i * stride;
-            C* z = &zr[i * 2 * H];
-            if constexpr (std::is_same_v<C, float>) {
-              if (fast && !lbr) {
-                GruGatesDefault(x, r, &h[active[i] * H], z, &rh[i * H], H, clip_bound);
-                continue;
+          // z and r (and r * h without linear_before_reset); with it and the default
+          // activations, the whole cell.
+          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
+            for (int64_t i = i0; i < i1; ++i) {
+              const C* x = xw_at(active[i]);
+              const C* r = rec.data() + i * stride;
+              C* z = &zr[i * 2 * H];
+              if constexpr (std::is_same_v<C, float>) {
+                if (fast && lbr) {
+                  GruRowLinearDefault(x, r, Rb_h, &h[active[i] * H], H, clip_bound, g);
+                  continue;
+                }
+                if (fast) {
+                  GruGatesDefault(x, r, &h[active[i] * H], z, &rh[i * H], H, clip_bound);
+                  continue;
+                }
               }
-            }
-            for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
-            Apply(acts[0], z, 2 * H);
-          }
-          if (!lbr) {
-            if (!fast) {
-              for (int64_t i = 0; i < na; ++i) {
-                const C* rg = &zr[i * 2 * H + H];
+              for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
+              Apply(acts[0], z, 2 * H);
+              if (!lbr) {
                 const C* hb = &h[active[i] * H];
-                for (int64_t j = 0; j < H; ++j) rh[i * H + j] = rg[j] * hb[j];
+                for (int64_t j = 0; j < H; ++j) rh[i * H + j] = z[H + j] * hb[j];
               }
             }
-            rec_reset->Run(context, na);
-          }
-          C* cand = gates.data();
-          for (int64_t i = 0; i < na; ++i) {
-            const int64_t b = active[i];
-            const C* x = xw_at(b) + 2 * H;
-            const C* z = &zr[i * 2 * H];
-            const C* rg = z + H;
-            if constexpr (std::is_same_v<C, float>) {
-              if (fast && !lbr) {
-                GruCandidateDefault(x, &rec_h[i * H], z, &h[b * H], H, clip_bound, gates.data());
-                continue;
+          });
+          if (!lbr) rec_reset->Run(context, na);
+          if (!(fast && lbr)) {
+            ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
+              C* cand = g;
+              for (int64_t i = i0; i < i1; ++i) {
+                const int64_t b = active[i];
+                const C* x = xw_at(b) + 2 * H;
+                const C* z = &zr[i * 2 * H];
+                const C* rg = z + H;
+                if constexpr (std::is_same_v<C, float>) {
+                  if (fast) {
+                    GruCandidateDefault(x, &rec_h[i * H], z, &h[b * H], H, clip_bound, g);
+                    continue;
+                  }
+                }
+                if (lbr) {
+                  const C* r = rec.data() + i * GH + 2 * H;
+                  for (int64_t j = 0; j < H; ++j) {
+                    cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
+                  }
+                } else {
+                  const C* r = &rec_h[i * H];
+                  for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + r[j]);
+                }
+                Apply(acts[1], cand, H);
+                C* hb = &h[b * H];
+                for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * cand[j] + z[j] * hb[j];
               }
-            }
-            if (lbr) {
-              const C* r = rec.data() + i * GH + 2 * H;
-              for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
-            } else {
-              const C* r = &rec_h[i * H];
-              for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + r[j]);
-            }
-            Apply(acts[1], cand, H);
-            C* hb = &h[b * H];
-            for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * cand[j] + z[j] * hb[j];
+            });
           }
         } else {
-          for (int64_t i = 0; i < na; ++i) {
-            const int64_t b = active[i];
-            const C* x = xw_at(b);
-            const C* r = rec.data() + i * H;
-            C* hb = &h[b * H];
-            if constexpr (std::is_same_v<C, float>) {
-              if (fast) {
-                RnnRowDefault(x, r, hb, H, clip_bound);
-                continue;
+          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C*) {
+            for (int64_t i = i0; i < i1; ++i) {
+              const int64_t b = active[i];
+              const C* x = xw_at(b);
+              const C* r = rec.data() + i * H;
+              C* hb = &h[b * H];
+              if constexpr (std::is_same_v<C, float>) {
+                if (fast) {
+                  RnnRowDefault(x, r, hb, H, clip_bound);
+                  continue;
+                }
               }
+              for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
+              Apply(acts[0], hb, H);
             }
-            for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
-            Apply(acts[0], hb, H);
-          }
+          });
         }
       }
       for (int64_t b = 0; b < N; ++b) {

@@ -22,6 +22,10 @@
 //   CreateEnvWithOptions (406) and GetTensorElementTypeAndShapeDataReference (414, the last entry
 //   of version 24) and a C# binding gives SetPerSessionThreadPoolCallbacks as the last entry of
 //   version 25. (A development snapshot of 1.25's .cc ends version 24 at 411: not what shipped.)
+// - KernelContext_ParallelFor, 274: that header lists it after ReadOpAttr and
+//   SetDeterministicCompute, and a Julia binding's table of byte offsets gives ReadOpAttr 2176,
+//   SetDeterministicCompute 2184, KernelContext_ParallelFor 2192 (= 8 x 274), CreateOp 1704
+//   (= 8 x 213, as above).
 // The OrtCustomOp layout is the one of that version-30 header.
 #pragma once
 
@@ -151,6 +155,8 @@ struct OrtApiBase {
               const OrtValue* const* input_values, int input_count,                               \
               OrtValue* const* output_values, int output_count)                                   \
   OMR_ORT_API(ReleaseOp, 215, void, OrtOp* ort_op)                                                \
+  OMR_ORT_API(KernelContext_ParallelFor, 274, OrtStatus*, const OrtKernelContext* context,        \
+              void (*fn)(void* data, size_t index), size_t total, size_t num_batch, void* data)   \
   OMR_ORT_API(KernelInfoGetAttributeArray_string, 417, OrtStatus*, const OrtKernelInfo* info,     \
               const char* name, OrtAllocator* allocator, char*** out, size_t* size)
 

@@ -267,6 +267,20 @@ def run_errors(job: Job) -> dict[str, str]:
     return found
 
 
+def thread_counts_agree(job: Job, threads: int = 2) -> str | None:
+    """The kernel on 1 and on ``threads`` intra-op threads: what differs between them (they must
+    agree bit for bit: a step's rows are split between threads, never a row's sums) or from the
+    reference, or None."""
+    values = inputs_of(job)
+    expected = expected_of(job, values)
+    model = model_of(job, values)
+    one, many = (run(kernel_session(model, threads=k), values, expected) for k in (1, threads))
+    for k, (x, y) in enumerate(zip(one, many)):
+        if x.tobytes() != y.tobytes():
+            return f"output {k}: {threads} threads differ from 1"
+    return differences(many, expected, job.dtype)
+
+
 def concurrent_runs(job: Job, threads: int, repeats: int, intra_op_threads: int) -> str | None:
     """In the child: one session run from ``threads`` Python threads at once, each on inputs of
     its own (``repeats`` times), against the same runs one at a time: what differs, or None."""
@@ -289,7 +303,12 @@ def _handle(job: Any) -> Any:
     if isinstance(job, Job):
         return run_job(job)
     name, *arguments = job
-    return {"run_errors": run_errors, "concurrent_runs": concurrent_runs}[name](*arguments)
+    handlers = {
+        "run_errors": run_errors,
+        "concurrent_runs": concurrent_runs,
+        "thread_counts_agree": thread_counts_agree,
+    }
+    return handlers[name](*arguments)
 
 
 def setup(_: Any) -> Any:

@@ -29,6 +29,9 @@ statuses = {}
 for case in load_cases(DATA_DIR):
     if variant_of(case.name) == "base":
         statuses[case.name] = run_case(OnnxRuntimeKernelBackend, case).status
+# a batch split into chunks of rows (KernelContext_ParallelFor), on two intra-op threads
+for op in ("LSTM", "GRU", "RNN"):
+    assert kernel_cases.thread_counts_agree(kernel_cases.job(op, shape=(3, 40, 4, 64))) is None
 # the error statuses: a mask of the wrong shape, sequence_lens out of range
 job = kernel_cases.job("LSTM", present=("B", "mask"), sequence_lens="random")
 values = kernel_cases.inputs_of(job)

@@ -32,6 +32,20 @@ def test_bad_mask_and_sequence_lens_are_errors_naming_the_input(worker, op, layo
         assert f"Masked{op}: input '{name}'" in message, f"{label}: {message}"
 
 
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_the_results_do_not_depend_on_the_intra_op_thread_count(worker, op):
+    # 70 rows of hidden_size 32: three chunks of rows per step; linear_before_reset off for GRU
+    # (its two passes around the second product), bidirectional, holes and sequence_lens
+    one = job(
+        op,
+        shape=(6, 70, 8, 32),
+        attributes={"direction": "bidirectional"},
+        sequence_lens="random",
+    )
+    outcome = worker.run(("thread_counts_agree", one))
+    assert outcome is None, outcome
+
+
 @pytest.mark.parametrize("intra_op_threads", [1, 2])
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 def test_one_session_from_several_threads_gives_the_results_of_one_at_a_time(worker, op, intra_op_threads):
