@@ -11,6 +11,7 @@ and ``spec/semantics.md`` holds each section, rendered for the three operators a
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from onnx_masked_rnn.attributes import ACTIVATIONS, OP_SPECS
@@ -19,11 +20,14 @@ __all__ = [
     "OPTIONAL_ARGUMENTS_NOTE",
     "SECTIONS",
     "STATIC_ERRORS",
+    "TAIL_FIELDS",
     "counterpart_text",
     "descriptions",
     "doc",
     "doc_parts",
     "markdown",
+    "tail_fields",
+    "tail_template",
 ]
 
 OPTIONAL_ARGUMENTS_NOTE = "This operator has **optional** inputs/outputs."
@@ -228,13 +232,17 @@ def _render(text: str, fields: dict[str, str]) -> str:
     return text
 
 
-def _section(name: str, op_type: str | None) -> str:
+def _static_errors(op_type: str | None) -> str:
+    """The static-error list of ``op_type`` (None: the three operators), one item per error."""
     fields = _fields(op_type)
     ops = fields["ops"].split()
     errors = [_render(t, fields) for applies, t in STATIC_ERRORS.values() if set(applies) & set(ops)]
-    fields["static_errors"] = "\n".join(
-        textwrap.fill(e, width=100, initial_indent="* ", subsequent_indent="  ") for e in errors
-    )
+    return "\n".join(textwrap.fill(e, width=100, initial_indent="* ", subsequent_indent="  ") for e in errors)
+
+
+def _section(name: str, op_type: str | None) -> str:
+    fields = _fields(op_type)
+    fields["static_errors"] = _static_errors(op_type)
     return _render(SECTIONS[name][1], fields)
 
 
@@ -270,12 +278,31 @@ what the output holds there. With `mask` absent and `masked_output` at its defau
 computes what {onnx_op} computes, `sequence_lens` included, with one exception: for a row of
 length 0, whose {finals} {onnx_op} leaves undefined, {finals} is the initial state. Replacing
 {article} {onnx_op} node by a {op_type} node changes nothing else."""
-    paragraphs = [
-        textwrap.fill(_activation_parameters(), width=100),
-        textwrap.fill(_cell_details(op_type), width=100),
-    ]
-    paragraphs += [f"{SECTIONS[name][0]}\n\n{_section(name, op_type)}" for name in SECTIONS]
-    return summary, "\n\n".join(paragraphs)
+    return summary, _render(tail_template(), tail_fields(op_type))
+
+
+TAIL_FIELDS = ("cell", "static_errors", "new", "prev", "state", "finals", "initials")
+"""The placeholders of :func:`tail_template`, which :func:`tail_fields` fills for one operator."""
+
+
+def tail_template() -> str:
+    """The doc string's part after the counterpart's (activation parameters, cell details and
+    :data:`SECTIONS`), the same for the three operators: ``{name}`` for each of
+    :data:`TAIL_FIELDS`, what differs. The C++ schemas compose their doc from it the same way."""
+    paragraphs = [textwrap.fill(_activation_parameters(), width=100), "{cell}"]
+    paragraphs += [f"{title}\n\n{text}" for title, text in SECTIONS.values()]
+    template = "\n\n".join(paragraphs)
+    if set(re.findall(r"\{(\w+)\}", template)) != set(TAIL_FIELDS):
+        raise AssertionError("the doc's placeholders are not TAIL_FIELDS")
+    return template
+
+
+def tail_fields(op_type: str) -> dict[str, str]:
+    """The values of :data:`TAIL_FIELDS` for ``op_type``."""
+    fields = _fields(op_type)
+    fields["cell"] = textwrap.fill(_cell_details(op_type), width=100)
+    fields["static_errors"] = _static_errors(op_type)
+    return {name: fields[name] for name in TAIL_FIELDS}
 
 
 def doc(op_type: str, onnx_doc: str) -> str:

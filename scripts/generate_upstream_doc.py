@@ -1,14 +1,15 @@
 """Write the operators' doc text into the C++ schemas of the onnx pull request (``upstream/``).
 
-Each op's source (``upstream/onnx/onnx/defs/preview/masked_<op>.cc``) holds, between
-``// BEGIN GENERATED doc`` and ``// END GENERATED doc`` lines, the raw-string constants its schema
-is built from: ``kDocHead`` and ``kDocTail`` (the doc string around the part it restates from its
-ONNX counterpart's), ``kMaskDoc`` and ``kMaskedOutputDoc`` (the descriptions of the input and the
-attribute it adds), each starting and ending with a newline that the schema strips (so that
-clang-format leaves the lines as they are). They are rendered from
-``onnx_masked_rnn/schema_doc.py``, the one source of the doc text, so the C++ and the package's
-schemas carry the same text (``upstream/tests`` compares the built onnx's doc strings with the
-package's).
+The doc strings are composed in C++ as the package composes them (``onnx_masked_rnn/schema_doc.py``,
+the one source of the text): the op's head, the part restated from its ONNX counterpart, then one
+tail template shared by the three operators with the op's values of its placeholders. Between
+``// BEGIN GENERATED doc`` and ``// END GENERATED doc`` lines this script writes the raw-string
+constants: ``kDocTail`` (``schema_doc.tail_template()``) and ``kMaskDoc`` (the description of ``mask``) into
+``upstream/onnx/onnx/defs/preview/masked_rnn_utils.cc``, and into each op's source
+(``masked_<op>.cc``) ``kDoc``, its ``DocText``: the head, the values of ``schema_doc.TAIL_FIELDS``
+and the description of ``masked_output``. A raw string starts and ends with a newline
+that the schema strips (so that clang-format leaves the lines as they are).
+``upstream/tests/test_doc_text.py`` checks the built onnx's doc strings against the package's.
 
 Usage: ``python scripts/generate_upstream_doc.py`` rewrites the sources; ``--check`` prints the
 stale ones and exits 1.
@@ -24,10 +25,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
 
-from onnx_masked_rnn.schema_doc import descriptions, doc_parts  # noqa: E402
+from onnx_masked_rnn.schema_doc import TAIL_FIELDS, descriptions, doc_parts, tail_fields, tail_template  # noqa: E402
 
 PREVIEW = ROOT / "upstream" / "onnx" / "onnx" / "defs" / "preview"
-SOURCES = {"MaskedLSTM": "masked_lstm.cc", "MaskedGRU": "masked_gru.cc", "MaskedRNN": "masked_rnn.cc"}
+SOURCES = {
+    "MaskedLSTM": "masked_lstm.cc",
+    "MaskedGRU": "masked_gru.cc",
+    "MaskedRNN": "masked_rnn.cc",
+    None: "masked_rnn_utils.cc",  # the shared tail
+}
 BEGIN = (
     "// BEGIN GENERATED doc by scripts/generate_upstream_doc.py from onnx_masked_rnn/schema_doc.py;"
     " do not edit"
@@ -36,25 +42,36 @@ END = "// END GENERATED doc"
 _BLOCK = re.compile(r"^// BEGIN GENERATED doc[^\n]*\n.*?^// END GENERATED doc$", re.S | re.M)
 
 
-def raw(name: str, text: str) -> str:
+def raw(text: str) -> str:
     if ")DOC" in text:
-        raise ValueError(f"{name}: the text holds ')DOC', which ends a raw string")
-    return f'constexpr const char* {name} = R"DOC(\n{text}\n)DOC";'
+        raise ValueError("the text holds ')DOC', which ends a raw string")
+    return f'R"DOC(\n{text}\n)DOC"'
 
 
-def block(op_type: str) -> str:
-    head, tail = doc_parts(op_type)
-    added = descriptions(op_type)
-    constants = [
-        raw("kDocHead", head),
-        raw("kDocTail", tail),
-        raw("kMaskDoc", added["mask"]),
-        raw("kMaskedOutputDoc", added["masked_output"]),
-    ]
-    return "\n".join([BEGIN, *constants, END])
+def literal(text: str) -> str:
+    if any(c in text for c in '"\\\n'):
+        raise ValueError(f"{text!r}: not a plain C string")
+    return f'"{text}"'
 
 
-def updated(op_type: str, text: str) -> str:
+def block(op_type: str | None) -> str:
+    """The generated constants of ``op_type``'s source (None: masked_rnn_utils.cc's tail)."""
+    if op_type is None:
+        (mask,) = {descriptions(op)["mask"] for op in SOURCES if op}  # the same for the three
+        constants = f"constexpr const char* kDocTail = {raw(tail_template())};\n"
+        constants += f"constexpr const char* kMaskDoc = {raw(mask)};"
+    else:
+        fields = tail_fields(op_type)
+        added = descriptions(op_type)
+        values = [raw(doc_parts(op_type)[0])]
+        paragraphs = ("cell", "static_errors")
+        values += [raw(fields[n]) if n in paragraphs else literal(fields[n]) for n in TAIL_FIELDS]
+        values.append(raw(added["masked_output"]))
+        constants = "constexpr DocText kDoc{\n" + ",\n".join("    " + v for v in values) + "};"
+    return "\n".join([BEGIN, constants, END])
+
+
+def updated(op_type: str | None, text: str) -> str:
     if len(_BLOCK.findall(text)) != 1:
         raise ValueError(f"{SOURCES[op_type]}: expected one '// BEGIN GENERATED doc' ... '{END}' block")
     return _BLOCK.sub(lambda _: block(op_type), text)

@@ -65,6 +65,65 @@ std::string Strip(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\n\r") - first + 1);
 }
 
+// BEGIN GENERATED doc by scripts/generate_upstream_doc.py from onnx_masked_rnn/schema_doc.py; do not edit
+constexpr const char* kDocTail = R"DOC(
+Each activation function is the ONNX operator of the same name; Affine(x) = alpha*x + beta and
+ScaledTanh(x) = alpha*Tanh(beta*x). Walking `activations` in order, each function that takes alpha
+consumes the next unused value of `activation_alpha`, each that takes beta the next unused value of
+`activation_beta`, and a function that does not take a parameter consumes none; a function that
+finds the list exhausted takes its default (alpha: Affine 1, LeakyRelu 0.01, ThresholdedRelu 1,
+ScaledTanh 1, HardSigmoid 0.2, Elu 1; beta: Affine 0, ScaledTanh 1, HardSigmoid 0.5: the ONNX
+operators' defaults, and for Affine and ScaledTanh those of this specification). Values that no
+function consumes are an error. Names are matched without regard to letter case.
+
+{cell}
+
+Masking (per direction, steps in processing order: t = 0 .. seq_length-1 forward,
+seq_length-1 .. 0 reverse; "previous" means previously processed):
+
+* mt = mask[t] AND t < sequence_lens       (an absent mask or sequence_lens is all true)
+* {new} = the cell equations applied to Xt and {prev}
+* {state} = mt ? {new} : {prev}
+* Yt = mt ? H't : (zero: 0 | carry: the previous Y of this direction, 0 before the first
+  processed step)
+* {finals} = the state after the last step: {initials} (0 if absent) for a row with no
+  processed step, including every row when seq_length is 0.
+
+`a ? b : c` selects per row: a value of X at a skipped step reaches no output, and NaN or Inf
+there changes no output. Outputs are time-aligned in every direction: Yt belongs to input step t,
+and the reverse direction of a row starts at its last processed step.
+
+Empty inputs:
+
+batch_size 0 and seq_length 0 are valid, not errors. With batch_size 0 every output is empty.
+With seq_length 0, Y is empty and {finals} is {initials} (0 if absent); `sequence_lens`,
+if given, is then all 0.
+
+Element types:
+
+The float inputs and the outputs share one type T; `sequence_lens` is int32 and `mask` is bool.
+The float attributes hold float32 values. In float and double the result is that of the equations
+in that type, up to rounding; in float16 and bfloat16 an implementation may compute in the type or
+in a wider one, and round the outputs to T.
+
+Errors:
+
+Shape inference rejects a node with any of these, each decidable from attributes, element types,
+known dimensions and constant inputs:
+
+{static_errors}
+
+At run time an implementation rejects what shape inference could not see: the same shape
+conditions on the actual tensors, and `sequence_lens` values outside [0, seq_length]. The
+function body rejects at run time a `mask` that is not the shape of the first two axes of X (it
+concatenates `mask` with a tensor of that shape); it checks no other run-time condition, and for
+inputs that violate one what it computes is undefined.
+)DOC";
+constexpr const char* kMaskDoc = R"DOC(
+Optional boolean tensor marking the steps to process; a false entry skips that step of that row: the state is carried across it unchanged, its value of `X` reaches no output, and `Y` at that step is set by `masked_output`. It has the shape of the first two axes of `X`: `[seq_length, batch_size]` if `layout` is 0, `[batch_size, seq_length]` if 1. If not specified - assumed all true.
+)DOC";
+// END GENERATED doc
+
 // The masked operator's doc string: `head`, the counterpart's notation, activation list and
 // equations (ThresholdedRelu with the operator's `>`), `tail`, the note on optional arguments.
 // onnx_masked_rnn.schema_doc.doc composes the same text.
@@ -77,7 +136,18 @@ std::string ComposeDoc(const MaskedOp& op, const std::string& counterpart_doc) {
   std::string restated = onnx_doc.substr(notation, note - notation);
   restated = restated.substr(0, restated.find_last_not_of(" \t\n\r") + 1);
   ReplaceAll(restated, kOnnxThresholdedRelu, kThresholdedRelu);
-  return Strip(op.doc_head) + "\n\n" + restated + "\n\n" + Strip(op.doc_tail) + "\n\n" + Strip(onnx_doc.substr(note));
+  std::string tail = Strip(kDocTail);
+  const std::pair<const char*, const char*> fields[] = {
+      {"{new}", op.doc.new_state},
+      {"{prev}", op.doc.prev},
+      {"{state}", op.doc.state},
+      {"{finals}", op.doc.finals},
+      {"{initials}", op.doc.initials},
+      {"{cell}", op.doc.cell},
+      {"{static_errors}", op.doc.static_errors}};
+  for (const auto& [placeholder, value] : fields)
+    ReplaceAll(tail, placeholder, Strip(value).c_str());
+  return Strip(op.doc.head) + "\n\n" + restated + "\n\n" + tail + "\n\n" + Strip(onnx_doc.substr(note));
 }
 
 const char* InputName(const MaskedOp& op, size_t i) {
@@ -816,12 +886,12 @@ bool BuildFunctionBody(
   return true;
 }
 
-std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op) {
-  return [op](OpSchema& schema) {
+std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op, CellBuilder cell) {
+  return [op, cell](OpSchema& schema) {
     schema.SetDoc(GET_OP_DOC_STR(ComposeDoc(op, schema.doc() ? schema.doc() : "")));
-    schema.Attr("masked_output", Strip(op.masked_output_doc), AttributeProto::STRING, std::string("zero"));
+    schema.Attr("masked_output", Strip(op.doc.masked_output), AttributeProto::STRING, std::string("zero"));
     schema.Input(
-        op.mask_index, "mask", Strip(op.mask_doc), "T2", OpSchema::Optional, true, 1, OpSchema::NonDifferentiable);
+        op.mask_index, "mask", Strip(kMaskDoc), "T2", OpSchema::Optional, true, 1, OpSchema::NonDifferentiable);
     schema.TypeConstraint("T2", {"tensor(bool)"}, "Constrain mask to boolean tensor.");
     schema.TypeAndShapeInferenceFunction([op](InferenceContext& ctx) {
       MaskedRNNChecks checks(ctx, op);
@@ -830,6 +900,11 @@ std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op) {
       checks.Shapes();
       checks.Outputs();
     });
+    schema.SetContextDependentFunctionBodyBuilder(
+        [op, cell](const FunctionBodyBuildContext& ctx, const OpSchema& built, FunctionProto& function) {
+          return BuildFunctionBody(ctx, built, function, op, cell);
+        },
+        1);
     schema.SetSupportLevel(OpSchema::SupportType::EXPERIMENTAL);
   };
 }

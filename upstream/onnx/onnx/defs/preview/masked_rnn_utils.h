@@ -21,8 +21,24 @@
 namespace ONNX_NAMESPACE {
 namespace masked_rnn {
 
-// What the schema and the shape inference of one masked operator need to know of it. The doc text
-// constants are generated into each op's source from the package's onnx_masked_rnn/schema_doc.py.
+// One operator's doc text, generated into its source from the package's onnx_masked_rnn/schema_doc.py
+// (scripts/generate_upstream_doc.py): the doc string before the part restated from the ONNX
+// counterpart's (head), the values of the placeholders of kDocTail (the part after it, the same for
+// the three operators) and the description of the attribute the operator adds (that of `mask` is
+// the same for the three).
+struct DocText {
+  const char* head;
+  const char* cell; // {cell}
+  const char* static_errors; // {static_errors}
+  const char* new_state; // {new}
+  const char* prev; // {prev}
+  const char* state; // {state}
+  const char* finals; // {finals}
+  const char* initials; // {initials}
+  const char* masked_output;
+};
+
+// What the schema and the shape inference of one masked operator need to know of it.
 struct MaskedOp {
   const char* name; // "MaskedLSTM"
   int num_gates; // 4, 3, 1
@@ -34,19 +50,12 @@ struct MaskedOp {
   const char* first_gates;
   const char* last_gate;
   const char* default_activations[3]; // per direction, num_activations of them
-  const char* doc_head; // the doc string before the part restated from the ONNX counterpart's
-  const char* doc_tail; // and after it
-  const char* mask_doc;
-  const char* masked_output_doc;
+  const DocText& doc;
 
   bool lstm() const {
     return mask_index == 8; // initial_c and P are LSTM's
   }
 };
-
-// The counterpart's schema (LSTM-22, GRU-22 or RNN-22) turned into the masked operator's: its doc
-// string, the `mask` input, the `masked_output` attribute, type constraint T2 and shape inference.
-std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op);
 
 // The parameters of one activation function, resolved from the node's attributes.
 struct Activation {
@@ -311,6 +320,11 @@ using CellBuilder = std::function<void(
     BodyText& text,
     ScanParts& parts,
     BodyText& step)>;
+
+// The counterpart's schema (LSTM-22, GRU-22 or RNN-22) turned into the masked operator's: its doc
+// string, the `mask` input, the `masked_output` attribute, type constraint T2, shape inference and
+// the context-dependent function body (BuildFunctionBody around `cell`).
+std::function<void(OpSchema&)> MaskedRNNSchema(const MaskedOp& op, CellBuilder cell);
 
 // The op's context-dependent function body: the prologue, one Scan per direction around `cell`, the
 // epilogue and GuardEmpty. False (no body) for X of an unsupported type or invalid attributes.
