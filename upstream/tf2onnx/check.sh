@@ -7,7 +7,7 @@
 # series applies on its own base (series.py check); the series applied with `git am` on the sdist of
 # BASE; ruff with tf2onnx's configuration (its pyproject.toml) on the Python files they add or edit;
 # the patched tf2onnx installed into a venv with tensorflow-cpu, tf_keras and onnxruntime (no torch),
-# and the onnx wheel upstream/check.sh built (the ai.onnx.preview masked operators) when it exists;
+# and the onnx wheel upstream/check.sh built (the ai.onnx.preview masked operators: run it first);
 # then one pytest suite per series (its new tests and tf2onnx's own tests of what it touches), run
 # from the applied tree's tests/ against the installed package. Ends with one line
 # "N passed, N failed" (upstream/summarize.py); exits non-zero on any failure.
@@ -73,7 +73,7 @@ mapfile -t CHANGED_PY < <("${GIT[@]}" diff --name-only base HEAD -- '*.py')
 mapfile -t ADDED_PY < <("${GIT[@]}" diff --name-only --diff-filter=A base HEAD -- '*.py')
 (cd "$SRC" && "$VENV/bin/ruff" check -q "${CHANGED_PY[@]}" && "$VENV/bin/ruff" format -q --check "${ADDED_PY[@]}")
 
-step "the patched tf2onnx (and upstream/check.sh's onnx wheel, when built) into the venv"
+step "the patched tf2onnx and upstream/check.sh's onnx wheel (the onnx series) into the venv"
 "${PIP[@]}" --no-deps --force-reinstall "$SRC"
 mapfile -t WHEELS < <(ls "$ONNX_WHEELS"/onnx-*.whl 2>/dev/null || true)
 if ((${#WHEELS[@]})); then
@@ -81,13 +81,14 @@ if ((${#WHEELS[@]})); then
   mkdir -p "$CACHE/onnx-wheel" && rm -f "$CACHE"/onnx-wheel/*.whl && cp "${WHEELS[@]}" "$CACHE/onnx-wheel/"
   "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
 else
-  echo "no onnx wheel in $ONNX_WHEELS (bash upstream/check.sh builds it): onnx 1.23.2 from the index"
-  "${PIP[@]}" --no-deps --force-reinstall onnx==1.23.2
+  echo "no onnx wheel in $ONNX_WHEELS: series 2-keras-masked-lstm needs the ai.onnx.preview schemas of the" \
+    "onnx series; run \`flock /tmp/team/upstream.lock bash upstream/check.sh\` first" >&2
+  exit 1
 fi
 "$VENV/bin/python" -c "import importlib.util, sys; sys.exit('torch is installed in the tf2onnx venv') \
   if importlib.util.find_spec('torch') else None"
-"$VENV/bin/python" -c "import onnx, tf2onnx; print('tf2onnx', tf2onnx.__version__, tf2onnx.__file__); \
-  print('onnx', onnx.__version__, onnx.__file__)"
+"$VENV/bin/python" -c "import onnx, onnx.defs, tf2onnx; print('tf2onnx', tf2onnx.__version__, tf2onnx.__file__); \
+  print('onnx', onnx.__version__, onnx.__file__); onnx.defs.get_schema('MaskedLSTM', 1, 'ai.onnx.preview')"
 
 # tf2onnx's own tests that cannot run here, each with its reason; they fail on the unpatched sdist too.
 # Printed, never dropped silently.
@@ -125,6 +126,9 @@ run_pytest() {  # name, then pytest arguments; tf2onnx is the installed package,
 # 1-keras3-sequential changes from_keras (convert.py): test_api.py converts Keras models and
 # tf.functions through it.
 run_pytest 1-keras3-sequential test_keras3_sequential.py test_api.py
+# 2-keras-masked-lstm changes the TF2 LSTM rewriter (test_lstm.py: TF and Keras LSTMs, sequence_lens,
+# bidirectional) and Graph.make_model (every conversion: test_api.py above runs it too).
+run_pytest 2-keras-masked-lstm test_keras_masked_lstm.py test_lstm.py
 
 step "done in $(($(date +%s) - START)) s"
 "$PYTHON" "$UPSTREAM/summarize.py" "${SUITES[@]}"

@@ -81,6 +81,19 @@ class Keras3SequentialTests(Tf2OnnxBackendTestBase):
         self._convert_and_compare(model, inputs, "x")
 
     @check_tf_min_version("2.16")
+    def test_lstm_sigmoid_dropout_is_one_lstm_node(self):
+        # onnxruntime issue 12492's layer: it became a Loop, and Keras 3 Sequential models did not convert
+        model = keras.Sequential(
+            [keras.Input((16, 16), name="x"), keras.layers.LSTM(16, activation="sigmoid", dropout=0.1)]
+        )
+        rng = np.random.default_rng(5)
+        inputs = [rng.uniform(-1, 1, (batch, 16, 16)).astype(np.float32) for batch in (1, 3)]
+        model_proto = self._convert_and_compare(model, inputs, "x")
+        op_types = [node.op_type for node in model_proto.graph.node]
+        self.assertEqual(op_types.count("LSTM"), 1)
+        self.assertNotIn("Loop", op_types)
+
+    @check_tf_min_version("2.16")
     def test_sequential_without_input_names_its_output(self):
         model = keras.Sequential([keras.layers.Dense(3, name="scores")])
         model.build((None, 4))

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: Apache-2.0
+
+
+"""Masked Keras LSTM layers become ai.onnx.preview MaskedLSTM nodes (tf2onnx/masked_rnn.py).
+
+A covering set, not the cross product: every Keras flavour (Keras 3, tf_keras) meets every mask
+source (Masking, Embedding(mask_zero=True), an explicit mask input), every direction (forward,
+go_backwards, Bidirectional) meets both flavours, and return_sequences, return_state, initial_state,
+stacked layers and every Bidirectional merge_mode appear at least once (initial_state with an explicit
+mask: Keras propagates no mask to a layer called with initial_state). Each model is compared with
+predict (1e-5) at two batch sizes and two lengths on post-padded, pre-padded and holed rows, and must
+hold one MaskedLSTM node per layer direction and no Loop.
+"""
+
+import os
+
+import keras
+import numpy as np
+import onnx
+import tf_keras
+from backend_test_base import Tf2OnnxBackendTestBase
+from common import check_tf_min_version, unittest_main
+from parameterized import parameterized
+
+import tf2onnx
+from tf2onnx import masked_rnn
+
+# pylint: disable=missing-docstring
+
+FEATURES, UNITS, VOCABULARY = 3, 4, 9
+SHAPES = ((2, 7), (5, 11))  # (batch, length)
+
+
+def _mask(batch, length):
+    """Post-padded, pre-padded and holed rows; row 0 keeps every step, no row is empty."""
+    mask = np.ones((batch, length), dtype=bool)
+    for row in range(1, batch):
+        kind = row % 3
+        if kind == 0:
+            mask[row, length - row % length :] = False
+        elif kind == 1:
+            mask[row, : max(1, length // 3)] = False
+        else:
+            mask[row, 1::2] = False
+    return mask
+
+
+def _feeds(source, batch, length, seed):
+    """The model inputs for ``source``: masked steps are zero (Masking), id 0 (Embedding), or the mask."""
+    rng = np.random.default_rng(seed)
+    mask = _mask(batch, length)
+    if source == "embedding":
+        return [np.where(mask, rng.integers(1, VOCABULARY, (batch, length)), 0).astype(np.int32)]
+    x = rng.uniform(-1, 1, (batch, length, FEATURES)).astype(np.float32)
+    if source == "masking":
+        return [np.where(mask[..., None], x, 0).astype(np.float32)]
+    return [x, mask]
+
+
+def _model(k, source, layers, initial_state=False):
+    """A functional model: the mask source, then ``layers`` (callables of (tensor, mask, state))."""
+    if source == "embedding":
+        ids = k.Input((None,), dtype="int32", name="ids")
+        inputs, x, mask = [ids], k.layers.Embedding(VOCABULARY, FEATURES, mask_zero=True)(ids), None
+    elif source == "masking":
+        x = k.Input((None, FEATURES), name="x")
+        inputs, mask = [x], None
+        x = k.layers.Masking(0.0)(x)
+    else:
+        x = k.Input((None, FEATURES), name="x")
+        mask = k.Input((None,), dtype="bool", name="mask")
+        inputs = [x, mask]
+    state = None
+    if initial_state:
+        h, c = k.Input((UNITS,), name="h"), k.Input((UNITS,), name="c")
+        inputs, state = inputs + [h, c], [h, c]
+    for layer in layers:
+        x = layer(x, mask, state)
+        mask = state = None  # the next layer gets the mask Keras propagates
+    outputs = list(x) if isinstance(x, (list, tuple)) else [x]
+    return k.Model(inputs, outputs)
+
+
+def _lstm(k, **kwargs):
+    def call(x, mask, state):
+        # a mask or initial_state given as None would hide the mask Keras propagates
+        given = {name: value for name, value in (("mask", mask), ("initial_state", state)) if value is not None}
+        return k.layers.LSTM(UNITS, **kwargs)(x, **given)
+
+    return call
+
+
+def _bidirectional(k, merge_mode, **kwargs):
+    def call(x, mask, state):
+        layer = k.layers.Bidirectional(k.layers.LSTM(UNITS, **kwargs), merge_mode=merge_mode)
+        out = layer(x, mask=mask) if mask is not None else layer(x)
+        return list(out) if isinstance(out, (list, tuple)) else out
+
+    return call
+
+
+# (name, flavour, mask source, layers, directions (MaskedLSTM nodes), initial_state)
+CASES = [
+    ("keras3_masking_sequences", "keras3", "masking", [("lstm", {"return_sequences": True})], 1, False),
+    ("keras3_embedding_last", "keras3", "embedding", [("lstm", {})], 1, False),
+    ("keras3_mask_input_state", "keras3", "mask", [("lstm", {"return_state": True})], 1, False),
+    ("keras3_embedding_backwards", "keras3", "embedding", [("lstm", {"go_backwards": True})], 1, False),
+    ("keras3_mask_initial_state", "keras3", "mask", [("lstm", {"return_sequences": True})], 1, True),
+    ("keras3_masking_bidirectional_sum", "keras3", "masking", [("bi", "sum", {})], 2, False),
+    ("keras3_mask_bidirectional_mul", "keras3", "mask", [("bi", "mul", {"return_sequences": True})], 2, False),
+    (
+        "tf_keras_masking_backwards",
+        "tf_keras",
+        "masking",
+        [("lstm", {"go_backwards": True, "return_sequences": True})],
+        1,
+        False,
+    ),
+    (
+        "tf_keras_embedding_stacked",
+        "tf_keras",
+        "embedding",
+        [("lstm", {"return_sequences": True}), ("lstm", {})],
+        2,
+        False,
+    ),
+    (
+        "tf_keras_mask_bidirectional_concat",
+        "tf_keras",
+        "mask",
+        [("bi", "concat", {"return_sequences": True})],
+        2,
+        False,
+    ),
+    ("tf_keras_masking_bidirectional_ave", "tf_keras", "masking", [("bi", "ave", {})], 2, False),
+    (
+        "tf_keras_embedding_bidirectional_none",
+        "tf_keras",
+        "embedding",
+        [("bi", None, {"return_sequences": True})],
+        2,
+        False,
+    ),
+]
+
+
+def _count(graph, op_type):
+    """Nodes of ``op_type`` in ``graph`` and its subgraphs."""
+    total = 0
+    for node in graph.node:
+        total += node.op_type == op_type
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                total += _count(subgraph, op_type)
+    return total
+
+
+class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
+    def setUp(self):
+        super().setUp()
+        os.makedirs(self.test_data_directory, exist_ok=True)
+        keras.utils.set_random_seed(0)
+        tf_keras.utils.set_random_seed(0)
+
+    def _convert(self, model, opset):
+        path = os.path.join(self.test_data_directory, "model.onnx")
+        model_proto, _ = tf2onnx.convert.from_keras(model, opset=opset, output_path=path)
+        return model_proto, path
+
+    def _compare(self, model, path, source, initial_state=False):
+        for seed, (batch, length) in enumerate(SHAPES):
+            feeds = _feeds(source, batch, length, seed)
+            if initial_state:
+                rng = np.random.default_rng(10 + seed)
+                feeds += [rng.uniform(-1, 1, (batch, UNITS)).astype(np.float32) for _ in range(2)]
+            expected = model.predict(feeds, verbose=0)
+            expected = expected if isinstance(expected, list) else [expected]
+            names = [i.name for i in onnx.load(path).graph.input]
+            actual = self.run_onnxruntime(path, dict(zip(names, feeds)), None)
+            self.assertEqual(len(actual), len(expected))
+            for e, a in zip(expected, actual):
+                self.assertAllClose(e, a, rtol=1e-5, atol=1e-5)
+
+    @parameterized.expand(CASES)
+    @check_tf_min_version("2.16")
+    def test_masked_lstm(self, _, flavour, source, layers, directions, initial_state):
+        k = keras if flavour == "keras3" else tf_keras
+        calls = [_lstm(k, **spec[1]) if spec[0] == "lstm" else _bidirectional(k, spec[1], **spec[2]) for spec in layers]
+        model = _model(k, source, calls, initial_state)
+        model_proto, path = self._convert(model, max(self.config.opset, masked_rnn.MIN_OPSET))
+        self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), directions)
+        self.assertEqual(_count(model_proto.graph, "Loop"), 0)
+        self.assertEqual(_count(model_proto.graph, "LSTM"), 0)
+        self.assertEqual(len(model_proto.functions), len({f.overload for f in model_proto.functions}))
+        onnx.checker.check_model(model_proto)
+        self._compare(model, path, source, initial_state)
+
+    @check_tf_min_version("2.16")
+    def test_below_opset_18_keeps_the_loop(self):
+        model = _model(keras, "masking", [_lstm(keras, return_sequences=True)])
+        model_proto, path = self._convert(model, 15)
+        self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 0)
+        self.assertEqual(_count(model_proto.graph, "Loop"), 1)
+        self._compare(model, path, "masking")
+
+    @check_tf_min_version("2.16")
+    def test_unmasked_lstm_stays_lstm(self):
+        x = keras.Input((None, FEATURES), name="x")
+        model = keras.Model(x, keras.layers.LSTM(UNITS, return_sequences=True)(x))
+        model_proto, path = self._convert(model, masked_rnn.MIN_OPSET)
+        self.assertEqual(_count(model_proto.graph, "LSTM"), 1)
+        self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 0)
+        self.assertEqual(len(model_proto.functions), 0)
+        self._compare(model, path, "masking")
+
+
+if __name__ == "__main__":
+    unittest_main()
