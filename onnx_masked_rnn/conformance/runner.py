@@ -105,8 +105,9 @@ def _positive_seconds(text: str) -> float:
 
 
 def backends_of(specs: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The backends ``--backend`` names (``all`` expanded) and the notes on built-in backends
-    ``all`` leaves out because their package is not installed. Nothing is imported here: each
+    """The backends ``--backend`` names (``all`` expanded: the built-in backends whose packages are
+    installed) and the notes on those ``all`` leaves out: a package not installed, or the kernel
+    (``onnxruntime-kernel``) when its library was not built. Nothing is imported here: each
     backend is loaded and checked (importable, with the Backend interface, supporting the CPU) in
     its worker process, within the time limit, when the run starts (``worker.run_cases``)."""
     names: list[str] = []
@@ -117,7 +118,10 @@ def backends_of(specs: Sequence[str]) -> tuple[list[str], list[str]]:
             continue
         for name in BUILTIN:
             package = missing_package(name)
-            if package:
+            unavailable = getattr(BUILTIN[name], "unavailable", None)
+            if package and unavailable and unavailable():  # the kernel: this package, not built
+                notes.append(f"--backend all: left out {name} (its library was not built: {unavailable()})")
+            elif package:
                 notes.append(f"--backend all: left out {name} ({package} is not installed)")
             else:
                 names.append(name)

@@ -22,6 +22,7 @@ from onnx_masked_rnn import cli
 from onnx_masked_rnn.conformance import DATA_DIR, runner
 from onnx_masked_rnn.conformance.backends import BUILTIN, missing_package
 from onnx_masked_rnn.conformance.outcomes import classify_error
+from onnx_masked_rnn.kernel import library
 
 NODE_DIR = DATA_DIR / "node"
 
@@ -172,8 +173,31 @@ def test_a_bad_data_json_names_the_file(
 def test_all_means_every_installed_builtin_backend() -> None:
     names, notes = runner.backends_of(["all", "onnxruntime"])
     installed = [name for name in BUILTIN if missing_package(name) is None]
-    assert names == installed and not notes
+    assert names == installed
+    assert len(notes) == len(BUILTIN) - len(installed)
     assert {"onnxruntime", "onnxruntime-noopt", "openvino", "tract"} <= set(names)  # the test extra has them
+
+
+@pytest.mark.parametrize("built", [True, False])
+def test_all_counts_the_kernel_as_installed_only_with_its_library(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, built: bool
+) -> None:
+    """With the library (or one named by its variable) the kernel is in ``all``; without it, it is
+    left out with a note saying the library was not built."""
+    path = tmp_path / library.LIBRARY_NAME
+    if built:
+        path.write_bytes(b"")
+    monkeypatch.setenv(library.LIBRARY_ENV, str(path))
+    names, notes = runner.backends_of(["all"])
+    kernel_notes = [n for n in notes if "onnxruntime-kernel" in n]
+    if built:
+        assert "onnxruntime-kernel" in names and not kernel_notes
+    else:
+        assert "onnxruntime-kernel" not in names
+        assert kernel_notes == [
+            "--backend all: left out onnxruntime-kernel (its library was not built: "
+            f"{library.LIBRARY_ENV}={str(path)!r}: no such file)"
+        ]
 
 
 def test_invalid_filter_and_timeout_are_usage_errors(capsys: pytest.CaptureFixture) -> None:
