@@ -68,6 +68,7 @@ __all__ = [
     "VARIANTS",
     "Case",
     "add_arguments",
+    "kernel_verdicts",
     "run",
     "session",
     "with_initializers",
@@ -693,16 +694,20 @@ def _table(results: list[dict], memory: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _kernel_targets(results: list[dict], memory: list[dict]) -> str:
-    """Each of :data:`KERNEL_TARGETS` per op and thread count: the worst ratio to the native op,
-    the quartiles of that configuration's paired ratios (the noise), and the verdict; the peak
-    memory; the ratio to the Gemm floor (a goal)."""
-    lines = ["", "kernel targets (ratio to the native op; [quartiles of the paired runs]):"]
+def kernel_verdicts(results: list[dict], memory: list[dict]) -> list[dict]:
+    """Issue 21's targets judged on a run's rows: for each op and thread count, each of
+    :data:`KERNEL_TARGETS` (``kind`` "time": the worst ratio of the kernel to the native op over
+    the configurations it covers, that configuration's quartiles of the paired runs' ratios, the
+    noise, and the verdict: met, within the noise (the lower quartile meets it), or MISSED) and the
+    range of the ratio to the Gemm floor (``kind`` "gemm floor", a goal, no verdict); for each op
+    and shape measured, the peak memory (``kind`` "memory")."""
+    verdicts = []
     rows = [r for r in results if r["variant"] == "kernel" and r["ratio"] is not None]
     for op in dict.fromkeys(r["op"] for r in rows):
-        for threads in sorted({r["threads"] for r in rows}):
+        for threads in sorted({r["threads"] for r in rows if r["op"] == op}):
+            mine = [r for r in rows if r["op"] == op and r["threads"] == threads]
             for what, limit, chosen in KERNEL_TARGETS:
-                found = [r for r in rows if r["op"] == op and r["threads"] == threads and chosen(r)]
+                found = [r for r in mine if chosen(r)]
                 if not found:
                     continue
                 worst = max(found, key=lambda r: r["ratio"])
@@ -710,21 +715,50 @@ def _kernel_targets(results: list[dict], memory: list[dict]) -> str:
                 verdict = (
                     "met" if worst["ratio"] <= limit else "within the noise" if low <= limit else "MISSED"
                 )
-                lines.append(
-                    f"  {op} {threads}t {what} <= {limit:.2f}x: worst {worst['ratio']:.3f}x "
-                    f"[{low:.3f}, {high:.3f}] ({worst['key']}) {verdict}"
+                verdicts.append(
+                    {"kind": "time", "op": op, "threads": threads, "what": what, "limit": limit}
+                    | {
+                        "worst": worst["ratio"],
+                        "quartiles": [low, high],
+                        "key": worst["key"],
+                        "verdict": verdict,
+                    }
+                )
+            floors = [r for r in mine if r.get("ratio_to_gemm_floor")]
+            if floors:
+                worst = max(floors, key=lambda r: r["ratio_to_gemm_floor"])
+                verdicts.append(
+                    {"kind": "gemm floor", "op": op, "threads": threads, "limit": KERNEL_GEMM_GOAL}
+                    | {"low": min(r["ratio_to_gemm_floor"] for r in floors)}
+                    | {"worst": worst["ratio_to_gemm_floor"], "key": worst["key"]}
                 )
     for row in (r for r in memory if r["variant"] == "kernel" and r["ratio"] is not None):
         verdict = "met" if row["ratio"] <= KERNEL_MEMORY_TARGET else "MISSED"
-        where = row["key"].rsplit(" ", 1)[0]
-        lines.append(f"  {where} peak memory <= {KERNEL_MEMORY_TARGET}x: {row['ratio']:.2f}x {verdict}")
-    floors = [r["ratio_to_gemm_floor"] for r in rows if r.get("ratio_to_gemm_floor")]
-    if floors:
-        worst = max((r for r in rows if r.get("ratio_to_gemm_floor")), key=lambda r: r["ratio_to_gemm_floor"])
-        lines.append(
-            f"  ratio to the Gemm floor (goal <= {KERNEL_GEMM_GOAL}x): {min(floors):.2f}x to "
-            f"{max(floors):.2f}x (worst: {worst['key']})"
+        verdicts.append(
+            {"kind": "memory", "op": row["op"], "shape": row["shape"], "limit": KERNEL_MEMORY_TARGET}
+            | {"worst": row["ratio"], "key": row["key"], "verdict": verdict}
         )
+    return verdicts
+
+
+def _kernel_targets(results: list[dict], memory: list[dict]) -> str:
+    """:func:`kernel_verdicts` as the lines the run prints at its end."""
+    lines = ["", "kernel targets (ratio to the native op; [quartiles of the paired runs]):"]
+    for v in kernel_verdicts(results, memory):
+        if v["kind"] == "time":
+            low, high = v["quartiles"]
+            lines.append(
+                f"  {v['op']} {v['threads']}t {v['what']} <= {v['limit']:.2f}x: worst {v['worst']:.3f}x "
+                f"[{low:.3f}, {high:.3f}] ({v['key']}) {v['verdict']}"
+            )
+        elif v["kind"] == "gemm floor":
+            lines.append(
+                f"  {v['op']} {v['threads']}t ratio to the Gemm floor (goal <= {v['limit']}x): "
+                f"{v['low']:.2f}x to {v['worst']:.2f}x (worst: {v['key']})"
+            )
+        else:
+            where = v["key"].rsplit(" ", 1)[0]
+            lines.append(f"  {where} peak memory <= {v['limit']}x: {v['worst']:.2f}x {v['verdict']}")
     return "\n".join(lines)
 
 

@@ -74,6 +74,8 @@ RECORDERS = {
     "docs/results/conformance.json",
     "fuzz.json": "onnx-masked-rnn fuzz --cases 300 --seed 0 --json docs/results/fuzz.json",
     "kernel_fuzz.json": "onnx-masked-rnn fuzz --path kernel --json docs/results/kernel_fuzz.json",
+    "kernel_bench.json": "onnx-masked-rnn bench --ops LSTM GRU RNN --variants kernel 'gemm floor' "
+    "--repeat 20 --json docs/results/kernel_bench.json",
     "upstream.json": "bash upstream/check.sh --record docs/results/upstream.json",
     "upstream_main.json": "bash upstream/check.sh --source DIR --record docs/results/upstream_main.json",
     "pytest_times.json": f"pytest --junitxml=JUNIT.xml; python {SCRIPT} record-pytest-times JUNIT.xml "
@@ -353,6 +355,63 @@ def render_speed_summary(path: Path) -> str:
     for op in ops:
         lines.append(f"| {op} | " + " | ".join(variant_span(data, op, v) for v in variants) + " |")
     return "\n".join(lines) + "\n"
+
+
+def render_kernel_speed(path: Path) -> str:
+    """The kernel against issue 21's targets (``bench.kernel_verdicts`` of kernel_bench.json): per
+    target and thread count each op's worst ratio to the native op, with the noise and the verdict;
+    the ratio to the Gemm floor; the peak memory."""
+    data = load("kernel_bench.json")
+    verdicts = bench.kernel_verdicts(data["results"], data.get("memory", []))
+    ops = list(dict.fromkeys(v["op"] for v in verdicts))
+    lines = ["| target | threads | " + " | ".join(ops) + " |", "|---|---|" + "---|" * len(ops)]
+
+    def time_cell(v: dict | None) -> str:
+        if v is None:
+            return "-"
+        low, high = v["quartiles"]
+        return f"{v['worst']:.2f}x [{low:.2f}, {high:.2f}] {v['verdict']}"
+
+    times = [v for v in verdicts if v["kind"] == "time"]
+    for what, limit in dict.fromkeys((v["what"], v["limit"]) for v in times):
+        for threads in sorted({v["threads"] for v in times if v["what"] == what}):
+            by_op = {v["op"]: v for v in times if v["what"] == what and v["threads"] == threads}
+            cells = [time_cell(by_op.get(op)) for op in ops]
+            lines.append(f"| {what}: <= {limit:.2f}x the native op | {threads} | " + " | ".join(cells) + " |")
+    floors = [v for v in verdicts if v["kind"] == "gemm floor"]
+    for threads in sorted({v["threads"] for v in floors}):
+        by_op = {v["op"]: v for v in floors if v["threads"] == threads}
+        cells = [span([by_op[op]["low"], by_op[op]["worst"]]) if op in by_op else "-" for op in ops]
+        goal = floors[0]["limit"]
+        lines.append(
+            f"| ratio to the Gemm floor (goal <= {goal:.2f}x) | {threads} | " + " | ".join(cells) + " |"
+        )
+    memory = [v for v in verdicts if v["kind"] == "memory"]
+    if memory:
+        cells = []
+        for op in ops:
+            mine = [v for v in memory if v["op"] == op]
+            cells.append(
+                ", ".join(
+                    f"{v['worst']:.2f}x ({'x'.join(map(str, v['shape']))}) {v['verdict']}" for v in mine
+                )
+                or "-"
+            )
+        lines.append(
+            f"| peak memory: <= {memory[0]['limit']:.2f}x the native op's | 1 | " + " | ".join(cells) + " |"
+        )
+    shapes = ", ".join(f"({', '.join(map(str, s))})" for s in data["config"]["shapes"])
+    masks = ", ".join(MASK_LABELS.get(m, m) for m in data["config"]["masks"])
+    note = (
+        "Each time cell: the kernel's worst ratio to onnxruntime's native op over the configurations "
+        f"the target covers ((T, N, I, H) = {shapes}; masks {masks}), "
+        "in brackets the quartiles of the ratios of that configuration's runs paired one after the "
+        "other (the run-to-run noise), then the verdict: met, within the noise (the lower quartile "
+        "meets it) or MISSED. The Gemm floor: the unmasked steps' matrix products at onnxruntime's "
+        "Gemm rate (one MatMul), the range over the configurations. Peak memory: one run's working "
+        "memory in a fresh process (`docs/speed.md`). "
+    )
+    return "\n".join(lines) + "\n\n" + note + bench_provenance(data) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -728,6 +787,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "activations": (render_activations, None),
     "speed": (render_speed, "bench.json"),
     "speed-summary": (render_speed_summary, "bench.json"),
+    "kernel-speed": (render_kernel_speed, "kernel_bench.json"),
     "deployment-forms": (render_deployment_forms, "conformance.json"),
     "runtimes": (render_runtimes, "conformance.json"),
     "runtimes-summary": (render_runtimes_summary, "conformance.json"),

@@ -144,3 +144,56 @@ def test_record_pytest_times_sums_per_file(tmp_path: Path) -> None:
     ]
     assert data["totals"] == {"tests": 3, "skipped": 1, "failed": 0, "wall_seconds": 12.5}
     assert data["command"] == "pytest -n 2" and data["date_utc"] == "2026-12-02T11:00:00"
+
+
+def test_kernel_speed_renders_the_targets_of_a_kernel_bench_record(tmp_path: Path, monkeypatch) -> None:
+    """A small synthetic ``bench --variants kernel 'gemm floor' --json`` record: each target's worst
+    ratio per op and thread count with its quartiles and verdict, the Gemm floor's range, memory."""
+
+    def row(op, shape, mask, ratio, quartiles, floor):
+        key = f"{op} {'x'.join(map(str, shape))} {mask} 1t"
+        common = {"key": key, "op": op, "shape": list(shape), "mask": mask, "threads": 1}
+        return [
+            common | {"variant": "native op", "median_ms": 10.0, "ratio": 1.0},
+            common
+            | {"variant": "kernel", "median_ms": 10.0 * ratio, "ratio": ratio}
+            | {"ratio_quartiles": quartiles, "ratio_to_gemm_floor": floor},
+        ]
+
+    results = [
+        *row("LSTM", (100, 32, 64, 128), "right_padded", 0.70, [0.68, 0.72], 1.9),
+        *row("LSTM", (100, 32, 64, 128), "all_true", 1.02, [0.98, 1.05], 1.5),
+        *row("LSTM", (1000, 1, 64, 256), "all_true", 1.20, [1.10, 1.30], 3.4),
+        *row("GRU", (100, 32, 64, 128), "all_true", 0.85, [0.80, 0.90], 1.6),
+    ]
+    memory = [
+        {"key": "LSTM 100x32x64x128 holes 1t", "op": "LSTM", "shape": [100, 32, 64, 128], "mask": "holes"}
+        | {"threads": 1, "variant": variant, "peak_mb": mb, "ratio": mb / 10.0}
+        for variant, mb in (("native op", 10.0), ("kernel", 10.5))
+    ]
+    record = {
+        "kind": "bench",
+        "date_utc": "2026-12-02T19:40:00Z",
+        "command": "onnx-masked-rnn bench --variants kernel 'gemm floor'",
+        "machine": {"cpu": "a CPU", "cores": 2, "load_average_before": 0.1, "load_average_after": 0.2},
+        "versions": {"onnxruntime": "1.32.0"},
+        "config": {"shapes": [[100, 32, 64, 128], [1000, 1, 64, 256]], "masks": ["all_true", "right_padded"]}
+        | {"threads": [1], "repeat": 20, "warmup": 3},
+        "results": results,
+        "memory": memory,
+    }
+    (tmp_path / "kernel_bench.json").write_text(json.dumps(record))
+    monkeypatch.setattr(generate_docs, "RESULTS", tmp_path)
+    lines = generate_docs.render_kernel_speed(tmp_path).splitlines()
+    assert lines[0] == "| target | threads | LSTM | GRU |"
+    assert "| right-padded, N >= 32: <= 0.80x the native op | 1 | 0.70x [0.68, 0.72] met | - |" in lines
+    assert (
+        "| all true, N > 1: <= 1.00x the native op | 1 | 1.02x [0.98, 1.05] within the noise "
+        "| 0.85x [0.80, 0.90] met |"
+    ) in lines
+    assert "| batch 1: <= 1.05x the native op | 1 | 1.20x [1.10, 1.30] MISSED | - |" in lines
+    assert "| ratio to the Gemm floor (goal <= 1.25x) | 1 | 1.50x to 3.40x | 1.60x |" in lines
+    assert "| peak memory: <= 1.10x the native op's | 1 | 1.05x (100x32x64x128) met | - |" in lines
+    assert (
+        "Recorded 2026-12-02 by `onnx-masked-rnn bench --variants kernel 'gemm floor'` on a CPU" in lines[-1]
+    )
