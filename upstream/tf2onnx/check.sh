@@ -80,6 +80,10 @@ if ((${#WHEELS[@]})); then
   # Copied first: upstream/check.sh empties its wheel folder when it rebuilds.
   mkdir -p "$CACHE/onnx-wheel" && rm -f "$CACHE"/onnx-wheel/*.whl && cp "${WHEELS[@]}" "$CACHE/onnx-wheel/"
   "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
+elif ls "$CACHE"/onnx-wheel/onnx-*.whl >/dev/null 2>&1; then
+  # upstream/check.sh is rebuilding it (its folder is empty meanwhile): the copy of the last run's.
+  echo "no onnx wheel in $ONNX_WHEELS (being rebuilt?): the copy from $(date -r "$CACHE"/onnx-wheel/onnx-*.whl -u +%FT%TZ)"
+  "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
 else
   echo "no onnx wheel in $ONNX_WHEELS: series 2-keras-masked-lstm needs the ai.onnx.preview schemas of the" \
     "onnx series; run \`flock /tmp/team/upstream.lock bash upstream/check.sh\` first" >&2
