@@ -9,7 +9,8 @@ go_backwards, Bidirectional) meets both flavours, and return_sequences, return_s
 stacked layers and every Bidirectional merge_mode appear at least once (initial_state with an explicit
 mask: Keras propagates no mask to a layer called with initial_state). Each model is compared with
 predict (1e-5) at two batch sizes and two lengths on post-padded, pre-padded and holed rows, and must
-hold one MaskedLSTM node per layer direction and no Loop.
+hold one MaskedLSTM node per layer direction and no Loop. Keras 3's own model.export(format="onnx")
+emits them too.
 """
 
 import os
@@ -194,6 +195,21 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         self.assertEqual(len(model_proto.functions), len({f.overload for f in model_proto.functions}))
         onnx.checker.check_model(model_proto)
         self._compare(model, path, source, initial_state)
+
+    @check_tf_min_version("2.16")
+    def test_keras_export_emits_masked_lstm(self):
+        # Keras 3's own model.export(format="onnx") on the TensorFlow backend calls tf2onnx.convert.from_function
+        # (after its own monkeypatch of tf2onnx for numpy 2)
+        self.assertEqual(keras.backend.backend(), "tensorflow")
+        calls = [_bidirectional(keras, "concat", return_sequences=True), _lstm(keras)]
+        model = _model(keras, "embedding", calls)
+        model.predict(_feeds("embedding", 2, 5, 0), verbose=0)  # export needs a model that has been called
+        path = os.path.join(self.test_data_directory, "export.onnx")
+        model.export(path, format="onnx", opset_version=masked_rnn.MIN_OPSET, verbose=False)
+        model_proto = onnx.load(path)
+        self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 3)
+        self.assertEqual(_count(model_proto.graph, "Loop"), 0)
+        self._compare(model, path, "embedding")
 
     @check_tf_min_version("2.16")
     def test_below_opset_18_keeps_the_loop(self):
