@@ -75,17 +75,19 @@ mapfile -t ADDED_PY < <("${GIT[@]}" diff --name-only --diff-filter=A base HEAD -
 
 step "the patched tf2onnx and upstream/check.sh's onnx wheel (the onnx series) into the venv"
 "${PIP[@]}" --no-deps --force-reinstall "$SRC"
-mapfile -t WHEELS < <(ls "$ONNX_WHEELS"/onnx-*.whl 2>/dev/null || true)
+# The wheel of the onnx series on its base (upstream/BASE); `check.sh --source` leaves one of another version.
+ONNX_VERSION="$(cat "$UPSTREAM/BASE")"
+mapfile -t WHEELS < <(ls "$ONNX_WHEELS"/onnx-"$ONNX_VERSION"-*.whl 2>/dev/null || true)
 if ((${#WHEELS[@]})); then
   # Copied first: upstream/check.sh empties its wheel folder when it rebuilds.
   mkdir -p "$CACHE/onnx-wheel" && rm -f "$CACHE"/onnx-wheel/*.whl && cp "${WHEELS[@]}" "$CACHE/onnx-wheel/"
   "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
 elif ls "$CACHE"/onnx-wheel/onnx-*.whl >/dev/null 2>&1; then
   # upstream/check.sh is rebuilding it (its folder is empty meanwhile): the copy of the last run's.
-  echo "no onnx wheel in $ONNX_WHEELS (being rebuilt?): the copy from $(date -r "$CACHE"/onnx-wheel/onnx-*.whl -u +%FT%TZ)"
+  echo "no onnx $ONNX_VERSION wheel in $ONNX_WHEELS (being rebuilt?): the copy from $(date -r "$CACHE"/onnx-wheel/onnx-*.whl -u +%FT%TZ)"
   "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
 else
-  echo "no onnx wheel in $ONNX_WHEELS: series 2-keras-masked-lstm needs the ai.onnx.preview schemas of the" \
+  echo "no onnx $ONNX_VERSION wheel in $ONNX_WHEELS: series 2-keras-masked-lstm needs the ai.onnx.preview schemas of the" \
     "onnx series; run \`flock /tmp/team/upstream.lock bash upstream/check.sh\` first" >&2
   exit 1
 fi
