@@ -297,9 +297,9 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     }
   }
 
-  // Input projections of every processed step and direction at once: X · Wᵀ + bias for the rows
-  // of X the mask keeps (all of them, or those gathered), [cells, D*G*H]; slot[row of X] is the
-  // row's place there.
+  // Input projections of every processed step and direction at once: X · Wᵀ for the rows of X
+  // the mask keeps (all of them, or those gathered), [cells, D*G*H] (the bias is added at each
+  // step); slot[row of X] is the row's place there.
   std::vector<C> bias(static_cast<size_t>(D * GH), C(0));
   if (p.B != nullptr) {
     for (int64_t d = 0; d < D; ++d) {
@@ -314,7 +314,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   std::vector<int64_t> slot;
   std::unique_ptr<C[]> xw(new C[static_cast<size_t>(cells * D * GH)]);  // written by the product
   if (cells == T * N) {
-    gemm.Run(context, p.X, T * N, I, p.W, D * GH, bias.data(), xw.get());
+    gemm.Run(context, p.X, T * N, I, p.W, D * GH, nullptr, xw.get());
   } else if (cells > 0) {
     slot.assign(static_cast<size_t>(T * N), -1);
     std::unique_ptr<C[]> kept(new C[static_cast<size_t>(cells * I)]);
@@ -325,7 +325,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       std::memcpy(&kept[k * I], p.X + row * I, sizeof(C) * I);
       slot[row] = k++;
     }
-    gemm.Run(context, kept.get(), cells, I, p.W, D * GH, bias.data(), xw.get());
+    gemm.Run(context, kept.get(), cells, I, p.W, D * GH, nullptr, xw.get());
   }
 
   std::vector<C> h(static_cast<size_t>(N * H)), c(lstm ? static_cast<size_t>(N * H) : 0);
@@ -369,11 +369,20 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
         if (m[t * N + b]) active.push_back(b);
       }
       const int64_t na = static_cast<int64_t>(active.size());
-      auto xw_at = [&](int64_t b) {
+      auto xw_at = [&](int64_t b) -> C* {
         const int64_t row = x_row(t, b);
         return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
       };
       if (na > 0) {
+        // The bias joins X · Wᵀ here, row by row while the rows are in cache, rather than as a
+        // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
+        ParallelRows(context, na, GH, gates.data(), 0, [&](int64_t i0, int64_t i1, C*) {
+          for (int64_t i = i0; i < i1; ++i) {
+            C* x = xw_at(active[i]);
+            const C* xb = &bias[d * GH];
+            for (int64_t j = 0; j < GH; ++j) x[j] += xb[j];
+          }
+        });
         // Only the rows processed at this step enter the recurrent product.
         if (na < N) {
           for (int64_t i = 0; i < na; ++i) {
