@@ -28,6 +28,7 @@ from onnx.backend.test.case.test_case import TestCase
 
 from onnx_masked_rnn import record
 from onnx_masked_rnn.conformance import DATA_DIR
+from onnx_masked_rnn.conformance.backends import missing_package
 from onnx_masked_rnn.conformance.defects import DEFECTS
 from onnx_masked_rnn.conformance.outcomes import STATUSES, Outcome
 from onnx_masked_rnn.conformance.suite import load_cases, load_data_sets, variant_of
@@ -60,9 +61,15 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "tract": ("base", "expanded", "native"),
 }
 
-RECORDED = ("reference", "onnx-reference")
-"""The backends ``--record`` also runs every case on, for their counts (they pass everything; the
-conformance tests check that)."""
+RECORDED: dict[str, tuple[str, ...] | None] = {
+    "reference": None,
+    "onnx-reference": None,
+    "onnxruntime-kernel": ("base",),
+}
+"""The backends ``--record`` also runs the suite on, for their counts (they pass everything; the
+conformance tests check that), with the variants each runs (None: every one). The kernel runs the
+masked node (the expansions hold none) and is left out, saying why, when its library was not
+built."""
 
 _PACKAGES = {
     "onnxruntime": "onnxruntime",
@@ -169,7 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     recorded = record.start("conformance", ["openvino", "tract"])
     checked = plan()
-    extra = {b: load_cases(DATA_DIR) for b in RECORDED} if args.record else {}
+    extra = {}
+    for backend, variants in RECORDED.items() if args.record else ():
+        package = missing_package(backend)
+        if package:
+            print(f"{backend}: not recorded ({package} is not installed or built)", file=sys.stderr)
+            continue
+        extra[backend] = [
+            c for c in load_cases(DATA_DIR) if variants is None or variant_of(c.name) in variants
+        ]
     start = time.perf_counter()
     run = run_plan({**checked, **extra}, progress=sys.stderr.isatty())
     wall = time.perf_counter() - start
