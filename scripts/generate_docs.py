@@ -692,17 +692,40 @@ def render_upstream_main(path: Path) -> str:
     return upstream_table("upstream_main.json")
 
 
+def pytest_total(data: dict[str, Any]) -> str:
+    totals = data["totals"]
+    return (
+        f"{totals['tests']} tests ({totals['skipped']} skipped, {totals['failed']} failed) in "
+        f"{totals['wall_seconds']:.0f} s wall"
+    )
+
+
+def render_pytest_times_summary(path: Path) -> str:
+    """README's line: the whole run's time, the slowest files, where the table is."""
+    data = load("pytest_times.json")
+    slowest = sorted(data["files"], key=lambda e: -e["seconds"])[:3]
+    return (
+        pytest_total(data)
+        + "; the slowest files: "
+        + ", ".join(f"`{e['file']}` {e['seconds']:.0f} s" for e in slowest)
+        + " (every file: `docs/repository.md`). "
+        + provenance(data, ())
+        + "\n"
+    )
+
+
 def render_pytest_times(path: Path) -> str:
     data = load("pytest_times.json")
     lines = ["| test file | tests | seconds |", "|---|---|---|"]
     for entry in sorted(data["files"], key=lambda e: -e["seconds"]):
         lines.append(f"| `{entry['file']}` | {entry['tests']} | {entry['seconds']:.1f} |")
-    totals = data["totals"]
     return (
         "\n".join(lines)
-        + f"\n\n{totals['tests']} tests ({totals['skipped']} skipped, {totals['failed']} failed) in "
-        f"{totals['wall_seconds']:.0f} s wall; the files' seconds are the sum of their tests' times "
-        "(with `pytest-xdist` they overlap). " + provenance(data, ()) + "\n"
+        + "\n\n"
+        + pytest_total(data)
+        + "; a file's seconds are the sum of its tests' times. "
+        + provenance(data, ())
+        + "\n"
     )
 
 
@@ -799,6 +822,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "upstream": (render_upstream, "upstream.json"),
     "upstream-main": (render_upstream_main, "upstream_main.json"),
     "pytest-times": (render_pytest_times, "pytest_times.json"),
+    "pytest-times-summary": (render_pytest_times_summary, "pytest_times.json"),
     "keras-export": (render_keras_export, "keras_export.json"),
     "keras-tf-export": (render_keras_tf_export, "keras_tf_export.json"),
     "torch-export": (render_torch_export, "torch_export.json"),

@@ -127,7 +127,7 @@ def test_upstream_record_is_what_summarize_prints(tmp_path: Path, monkeypatch, c
     assert "onnx 1.23.2 (source distribution) with the series at revision `abc1234` in 181 s" in table
 
 
-def test_record_pytest_times_sums_per_file(tmp_path: Path) -> None:
+def test_record_pytest_times_sums_per_file_and_renders(tmp_path: Path, monkeypatch) -> None:
     junit = tmp_path / "junit.xml"
     junit.write_text(
         '<testsuites><testsuite name="pytest" tests="3" skipped="1" failures="0" errors="0" time="12.5" '
@@ -144,6 +144,15 @@ def test_record_pytest_times_sums_per_file(tmp_path: Path) -> None:
     ]
     assert data["totals"] == {"tests": 3, "skipped": 1, "failed": 0, "wall_seconds": 12.5}
     assert data["command"] == "pytest -n 2" and data["date_utc"] == "2026-12-02T11:00:00"
+    (tmp_path / "pytest_times.json").write_text(json.dumps(data))
+    monkeypatch.setattr(generate_docs, "RESULTS", tmp_path)
+    summary = generate_docs.render_pytest_times_summary(tmp_path)
+    assert summary.startswith("3 tests (1 skipped, 0 failed) in 12 s wall; the slowest files: ")
+    assert "`tests/docs/test_spec.py` 4 s, `tests/test_native.py` 0 s" in summary
+    table = generate_docs.render_pytest_times(tmp_path)
+    assert table.index("| `tests/docs/test_spec.py` | 2 | 3.5 |") < table.index(
+        "| `tests/test_native.py` | 1 | 0.2 |"
+    )
 
 
 def test_kernel_speed_renders_the_targets_of_a_kernel_bench_record(tmp_path: Path, monkeypatch) -> None:
