@@ -373,16 +373,15 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
         const int64_t row = x_row(t, b);
         return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
       };
+      // The bias joins X · Wᵀ in the first pass over a row, while it is in cache, rather than as a
+      // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
+      auto biased = [&](int64_t b) {
+        C* x = xw_at(b);
+        const C* xb = &bias[d * GH];
+        for (int64_t j = 0; j < GH; ++j) x[j] += xb[j];
+        return x;
+      };
       if (na > 0) {
-        // The bias joins X · Wᵀ here, row by row while the rows are in cache, rather than as a
-        // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
-        ParallelRows(context, na, GH, gates.data(), 0, [&](int64_t i0, int64_t i1, C*) {
-          for (int64_t i = i0; i < i1; ++i) {
-            C* x = xw_at(active[i]);
-            const C* xb = &bias[d * GH];
-            for (int64_t j = 0; j < GH; ++j) x[j] += xb[j];
-          }
-        });
         // Only the rows processed at this step enter the recurrent product.
         if (na < N) {
           for (int64_t i = 0; i < na; ++i) {
@@ -401,7 +400,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
             C* ht = gc + H;
             for (int64_t i = i0; i < i1; ++i) {
               const int64_t b = active[i];
-              const C* x = xw_at(b);
+              const C* x = biased(b);
               const C* r = rec.data() + i * GH;
               C* cb = &c[b * H];
               if constexpr (std::is_same_v<C, float>) {
@@ -439,7 +438,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
           // activations, the whole cell.
           ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
             for (int64_t i = i0; i < i1; ++i) {
-              const C* x = xw_at(active[i]);
+              const C* x = biased(active[i]);
               const C* r = rec.data() + i * stride;
               C* z = &zr[i * 2 * H];
               if constexpr (std::is_same_v<C, float>) {
@@ -494,7 +493,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
           ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C*) {
             for (int64_t i = i0; i < i1; ++i) {
               const int64_t b = active[i];
-              const C* x = xw_at(b);
+              const C* x = biased(b);
               const C* r = rec.data() + i * H;
               C* hb = &h[b * H];
               if constexpr (std::is_same_v<C, float>) {
