@@ -87,7 +87,7 @@ elif ls "$CACHE"/onnx-wheel/onnx-*.whl >/dev/null 2>&1; then
   echo "no onnx $ONNX_VERSION wheel in $ONNX_WHEELS (being rebuilt?): the copy from $(date -r "$CACHE"/onnx-wheel/onnx-*.whl -u +%FT%TZ)"
   "${PIP[@]}" --no-deps --force-reinstall "$CACHE"/onnx-wheel/onnx-*.whl
 else
-  echo "no onnx $ONNX_VERSION wheel in $ONNX_WHEELS: series 2-keras-masked-lstm needs the ai.onnx.preview schemas of the" \
+  echo "no onnx $ONNX_VERSION wheel in $ONNX_WHEELS: series 2-keras-masked-rnn needs the ai.onnx.preview schemas of the" \
     "onnx series; run \`flock /tmp/team/upstream.lock bash upstream/check.sh\` first" >&2
   exit 1
 fi
@@ -132,9 +132,9 @@ run_pytest() {  # name, then pytest arguments; tf2onnx is the installed package,
 # 1-keras3-sequential changes from_keras (convert.py): test_api.py converts Keras models and
 # tf.functions through it.
 run_pytest 1-keras3-sequential test_keras3_sequential.py test_api.py
-# 2-keras-masked-lstm changes the TF2 LSTM rewriter (test_lstm.py: TF and Keras LSTMs, sequence_lens,
-# bidirectional) and Graph.make_model (every conversion: test_api.py above runs it too).
-run_pytest 2-keras-masked-lstm test_keras_masked_lstm.py test_lstm.py
+# 2-keras-masked-rnn changes the TF2 LSTM and GRU rewriters (test_lstm.py, test_gru.py: TF and Keras
+# layers, sequence_lens, bidirectional) and Graph.make_model (every conversion: test_api.py runs it too).
+run_pytest 2-keras-masked-rnn test_keras_masked_rnn.py test_lstm.py test_gru.py
 
 step "done in $(($(date +%s) - START)) s"
 "$PYTHON" "$UPSTREAM/summarize.py" "${SUITES[@]}"

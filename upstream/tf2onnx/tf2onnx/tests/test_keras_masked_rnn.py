@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 
-"""Masked Keras LSTM layers become ai.onnx.preview MaskedLSTM nodes (tf2onnx/masked_rnn.py).
+"""Masked Keras LSTM and GRU layers become ai.onnx.preview MaskedLSTM and MaskedGRU nodes (tf2onnx/masked_rnn.py).
 
 A covering set, not the cross product: every Keras flavour (Keras 3, tf_keras) meets every mask
 source (Masking, Embedding(mask_zero=True), an explicit mask input), every direction (forward,
@@ -9,7 +9,8 @@ go_backwards, Bidirectional) meets both flavours, and return_sequences, return_s
 stacked layers and every Bidirectional merge_mode appear at least once (initial_state with an explicit
 mask: Keras propagates no mask to a layer called with initial_state). Each model is compared with
 predict (1e-5) at two batch sizes and two lengths on post-padded, pre-padded and holed rows, and must
-hold one MaskedLSTM node per layer direction and no Loop. Keras 3's own model.export(format="onnx")
+hold one masked node per layer direction and no Loop. GRU: tf_keras (reset_after=True) with every mask
+source and direction; tf2onnx's GRU rewriter matches no Keras 3 GRU (masked or not: a Loop, as before). Keras 3's own model.export(format="onnx")
 emits them too.
 """
 
@@ -58,8 +59,9 @@ def _feeds(source, batch, length, seed):
     return [x, mask]
 
 
-def _model(k, source, layers, initial_state=False):
-    """A functional model: the mask source, then ``layers`` (callables of (tensor, mask, state))."""
+def _model(k, source, layers, initial_states=0):
+    """A functional model: the mask source, then ``layers`` (callables of (tensor, mask, state)), the first
+    given ``initial_states`` state inputs (LSTM: 2, GRU: 1)."""
     if source == "embedding":
         ids = k.Input((None,), dtype="int32", name="ids")
         inputs, x, mask = [ids], k.layers.Embedding(VOCABULARY, FEATURES, mask_zero=True)(ids), None
@@ -72,9 +74,9 @@ def _model(k, source, layers, initial_state=False):
         mask = k.Input((None,), dtype="bool", name="mask")
         inputs = [x, mask]
     state = None
-    if initial_state:
-        h, c = k.Input((UNITS,), name="h"), k.Input((UNITS,), name="c")
-        inputs, state = inputs + [h, c], [h, c]
+    if initial_states:
+        state = [k.Input((UNITS,), name=name) for name in ("h", "c")[:initial_states]]
+        inputs = inputs + state
     for layer in layers:
         x = layer(x, mask, state)
         mask = state = None  # the next layer gets the mask Keras propagates
@@ -82,40 +84,50 @@ def _model(k, source, layers, initial_state=False):
     return k.Model(inputs, outputs)
 
 
-def _lstm(k, **kwargs):
+def _recurrent(k, kind, **kwargs):
     def call(x, mask, state):
         # a mask or initial_state given as None would hide the mask Keras propagates
         given = {name: value for name, value in (("mask", mask), ("initial_state", state)) if value is not None}
-        return k.layers.LSTM(UNITS, **kwargs)(x, **given)
+        return getattr(k.layers, kind)(UNITS, **kwargs)(x, **given)
 
     return call
 
 
-def _bidirectional(k, merge_mode, **kwargs):
+def _bidirectional(k, kind, merge_mode, **kwargs):
     def call(x, mask, state):
-        layer = k.layers.Bidirectional(k.layers.LSTM(UNITS, **kwargs), merge_mode=merge_mode)
+        layer = k.layers.Bidirectional(getattr(k.layers, kind)(UNITS, **kwargs), merge_mode=merge_mode)
         out = layer(x, mask=mask) if mask is not None else layer(x)
         return list(out) if isinstance(out, (list, tuple)) else out
 
     return call
 
 
-# (name, flavour, mask source, layers, directions (MaskedLSTM nodes), initial_state)
+KINDS = {"lstm": ("LSTM", "MaskedLSTM"), "gru": ("GRU", "MaskedGRU")}
+
+
+def _build(k, spec):
+    """The layer call of a case's spec: (kind, kwargs) or ("bi", kind, merge_mode, kwargs)."""
+    if spec[0] == "bi":
+        return _bidirectional(k, KINDS[spec[1]][0], spec[2], **spec[3])
+    return _recurrent(k, KINDS[spec[0]][0], **spec[1])
+
+
+# (name, flavour, mask source, layers, directions (masked nodes), initial states)
 CASES = [
-    ("keras3_masking_sequences", "keras3", "masking", [("lstm", {"return_sequences": True})], 1, False),
-    ("keras3_embedding_last", "keras3", "embedding", [("lstm", {})], 1, False),
-    ("keras3_mask_input_state", "keras3", "mask", [("lstm", {"return_state": True})], 1, False),
-    ("keras3_embedding_backwards", "keras3", "embedding", [("lstm", {"go_backwards": True})], 1, False),
-    ("keras3_mask_initial_state", "keras3", "mask", [("lstm", {"return_sequences": True})], 1, True),
-    ("keras3_masking_bidirectional_sum", "keras3", "masking", [("bi", "sum", {})], 2, False),
-    ("keras3_mask_bidirectional_mul", "keras3", "mask", [("bi", "mul", {"return_sequences": True})], 2, False),
+    ("keras3_masking_sequences", "keras3", "masking", [("lstm", {"return_sequences": True})], 1, 0),
+    ("keras3_embedding_last", "keras3", "embedding", [("lstm", {})], 1, 0),
+    ("keras3_mask_input_state", "keras3", "mask", [("lstm", {"return_state": True})], 1, 0),
+    ("keras3_embedding_backwards", "keras3", "embedding", [("lstm", {"go_backwards": True})], 1, 0),
+    ("keras3_mask_initial_state", "keras3", "mask", [("lstm", {"return_sequences": True})], 1, 2),
+    ("keras3_masking_bidirectional_sum", "keras3", "masking", [("bi", "lstm", "sum", {})], 2, 0),
+    ("keras3_mask_bidirectional_mul", "keras3", "mask", [("bi", "lstm", "mul", {"return_sequences": True})], 2, 0),
     (
         "tf_keras_masking_backwards",
         "tf_keras",
         "masking",
         [("lstm", {"go_backwards": True, "return_sequences": True})],
         1,
-        False,
+        0,
     ),
     (
         "tf_keras_embedding_stacked",
@@ -123,24 +135,42 @@ CASES = [
         "embedding",
         [("lstm", {"return_sequences": True}), ("lstm", {})],
         2,
-        False,
+        0,
     ),
     (
         "tf_keras_mask_bidirectional_concat",
         "tf_keras",
         "mask",
-        [("bi", "concat", {"return_sequences": True})],
+        [("bi", "lstm", "concat", {"return_sequences": True})],
         2,
-        False,
+        0,
     ),
-    ("tf_keras_masking_bidirectional_ave", "tf_keras", "masking", [("bi", "ave", {})], 2, False),
+    ("tf_keras_masking_bidirectional_ave", "tf_keras", "masking", [("bi", "lstm", "ave", {})], 2, 0),
     (
         "tf_keras_embedding_bidirectional_none",
         "tf_keras",
         "embedding",
-        [("bi", None, {"return_sequences": True})],
+        [("bi", "lstm", None, {"return_sequences": True})],
         2,
-        False,
+        0,
+    ),
+    ("tf_keras_masking_gru", "tf_keras", "masking", [("gru", {"return_sequences": True})], 1, 0),
+    (
+        "tf_keras_embedding_gru_backwards_state",
+        "tf_keras",
+        "embedding",
+        [("gru", {"go_backwards": True, "return_state": True})],
+        1,
+        0,
+    ),
+    ("tf_keras_mask_gru_initial_state", "tf_keras", "mask", [("gru", {})], 1, 1),
+    (
+        "tf_keras_masking_bidirectional_gru",
+        "tf_keras",
+        "masking",
+        [("bi", "gru", "concat", {"return_sequences": True}), ("gru", {})],
+        3,
+        0,
     ),
 ]
 
@@ -168,12 +198,11 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         model_proto, _ = tf2onnx.convert.from_keras(model, opset=opset, output_path=path)
         return model_proto, path
 
-    def _compare(self, model, path, source, initial_state=False):
+    def _compare(self, model, path, source, initial_states=0):
         for seed, (batch, length) in enumerate(SHAPES):
             feeds = _feeds(source, batch, length, seed)
-            if initial_state:
-                rng = np.random.default_rng(10 + seed)
-                feeds += [rng.uniform(-1, 1, (batch, UNITS)).astype(np.float32) for _ in range(2)]
+            rng = np.random.default_rng(10 + seed)
+            feeds += [rng.uniform(-1, 1, (batch, UNITS)).astype(np.float32) for _ in range(initial_states)]
             expected = model.predict(feeds, verbose=0)
             expected = expected if isinstance(expected, list) else [expected]
             names = [i.name for i in onnx.load(path).graph.input]
@@ -184,24 +213,26 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
 
     @parameterized.expand(CASES)
     @check_tf_min_version("2.16")
-    def test_masked_lstm(self, _, flavour, source, layers, directions, initial_state):
+    def test_masked_rnn(self, _, flavour, source, layers, directions, initial_states):
         k = keras if flavour == "keras3" else tf_keras
-        calls = [_lstm(k, **spec[1]) if spec[0] == "lstm" else _bidirectional(k, spec[1], **spec[2]) for spec in layers]
-        model = _model(k, source, calls, initial_state)
+        calls = [_build(k, spec) for spec in layers]
+        model = _model(k, source, calls, initial_states)
         model_proto, path = self._convert(model, max(self.config.opset, masked_rnn.MIN_OPSET))
-        self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), directions)
+        masked = sum(_count(model_proto.graph, masked_op) for _, masked_op in KINDS.values())
+        self.assertEqual(masked, directions)
         self.assertEqual(_count(model_proto.graph, "Loop"), 0)
-        self.assertEqual(_count(model_proto.graph, "LSTM"), 0)
+        for plain_op, _ in KINDS.values():
+            self.assertEqual(_count(model_proto.graph, plain_op), 0)
         self.assertEqual(len(model_proto.functions), len({f.overload for f in model_proto.functions}))
         onnx.checker.check_model(model_proto)
-        self._compare(model, path, source, initial_state)
+        self._compare(model, path, source, initial_states)
 
     @check_tf_min_version("2.16")
     def test_keras_export_emits_masked_lstm(self):
         # Keras 3's own model.export(format="onnx") on the TensorFlow backend calls tf2onnx.convert.from_function
         # (after its own monkeypatch of tf2onnx for numpy 2)
         self.assertEqual(keras.backend.backend(), "tensorflow")
-        calls = [_bidirectional(keras, "concat", return_sequences=True), _lstm(keras)]
+        calls = [_bidirectional(keras, "LSTM", "concat", return_sequences=True), _recurrent(keras, "LSTM")]
         model = _model(keras, "embedding", calls)
         model.predict(_feeds("embedding", 2, 5, 0), verbose=0)  # export needs a model that has been called
         path = os.path.join(self.test_data_directory, "export.onnx")
@@ -213,7 +244,7 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
 
     @check_tf_min_version("2.16")
     def test_below_opset_18_keeps_the_loop(self):
-        model = _model(keras, "masking", [_lstm(keras, return_sequences=True)])
+        model = _model(keras, "masking", [_recurrent(keras, "LSTM", return_sequences=True)])
         model_proto, path = self._convert(model, 15)
         self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 0)
         self.assertEqual(_count(model_proto.graph, "Loop"), 1)
