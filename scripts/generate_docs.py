@@ -391,12 +391,9 @@ def render_kernel_speed(path: Path) -> str:
         cells = []
         for op in ops:
             mine = [v for v in memory if v["op"] == op]
-            cells.append(
-                ", ".join(
-                    f"{v['worst']:.2f}x ({'x'.join(map(str, v['shape']))}) {v['verdict']}" for v in mine
-                )
-                or "-"
-            )
+            missed = ["x".join(map(str, v["shape"])) for v in mine if v["verdict"] != "met"]
+            verdict = "MISSED at " + ", ".join(missed) if missed else "met"
+            cells.append(f"{span([v['worst'] for v in mine])} {verdict}" if mine else "-")
         lines.append(
             f"| peak memory: <= {memory[0]['limit']:.2f}x the native op's | 1 | " + " | ".join(cells) + " |"
         )
