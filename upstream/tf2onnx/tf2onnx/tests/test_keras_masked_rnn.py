@@ -245,7 +245,9 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
     @check_tf_min_version("2.16")
     def test_below_opset_18_keeps_the_loop(self):
         model = _model(keras, "masking", [_recurrent(keras, "LSTM", return_sequences=True)])
-        model_proto, path = self._convert(model, 15)
+        with self.assertLogs("tf2onnx.rewriter.keras_mask_utils", "INFO") as logs:
+            model_proto, path = self._convert(model, 15)
+        self.assertTrue(any("kept as a loop" in line and "opset 18" in line for line in logs.output), logs.output)
         self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 0)
         self.assertEqual(_count(model_proto.graph, "Loop"), 1)
         self._compare(model, path, "masking")
