@@ -146,7 +146,10 @@ def test_no_measured_number_outside_the_generated_sections():
         prose(),
     )
     assert measured == []
-    assert {m.group("name") for m in GENERATED.finditer(README)} >= {"deployment-forms", "pytest-times-summary"}
+    assert {m.group("name") for m in GENERATED.finditer(README)} >= {
+        "deployment-forms",
+        "pytest-times-summary",
+    }
 
 
 def test_install_lines_work_from_a_checkout():
