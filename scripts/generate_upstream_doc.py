@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
+if __name__ == "__main__":  # run from a checkout without installing the package (not when tests import it)
+    sys.path.insert(0, str(ROOT))
 
 from onnx_masked_rnn.schema_doc import TAIL_FIELDS, descriptions, doc_parts, tail_fields, tail_template  # noqa: E402
 

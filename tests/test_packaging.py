@@ -102,3 +102,22 @@ def test_the_tests_and_their_children_import_the_same_copy_of_the_package():
     installed_elsewhere = Path(onnx_masked_rnn.__file__).resolve().parents[1] != ROOT.resolve()
     if installed_elsewhere:
         assert str(ROOT) not in sys.path and str(ROOT.resolve()) not in sys.path
+
+
+SCRIPTS = sorted([*(ROOT / "scripts").glob("*.py"), *(ROOT / "upstream").glob("*.py")])
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_importing_a_script_leaves_sys_path_alone(script):
+    """Tests import scripts for their functions; a script that puts the checkout on ``sys.path`` when
+    imported would hand every later test, and the children they start, the uncompiled copy."""
+    child = (
+        "import importlib.util, sys; before = list(sys.path); "
+        f"spec = importlib.util.spec_from_file_location('script', {str(script)!r}); "
+        "module = sys.modules['script'] = importlib.util.module_from_spec(spec); "
+        "spec.loader.exec_module(module); "
+        "print([] if sys.path == before else sys.path[: len(sys.path) - len(before)])"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
