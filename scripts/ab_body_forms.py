@@ -6,6 +6,13 @@ The body has to read the recurrent weights at every step. The forms measured:
 - ``portable``: the package's body, weights as pass-through Scan state (onnxruntime copies every
   state output into a fresh buffer at each step, so it copies the weights every step);
 - ``capture``: the package's body reading the weights from the enclosing graph (no copy);
+- ``capture-raw``: the body reads the node's own weight inputs (``R``; ``P``, ``B`` where the step
+  uses them) from the enclosing graph and takes its weights from them itself (the
+  ``Gather``/``Split``/``Concat``/``Transpose`` the other forms do before the Scan are cloned into
+  the body). With constant weights (initializers) onnxruntime folds those nodes out of the body,
+  and OpenVINO's ONNX frontend accepts the read because it hands a body an outer ``Constant``
+  itself (``Subgraph::get_ov_node_from_cache``); an outer value that is not a ``Constant`` it
+  rejects, and with weights given as graph inputs onnxruntime runs those nodes at every step;
 - ``loop``: the ``Loop`` a converter emits today (``onnx-masked-rnn bench``'s ``loop (converter)``):
   ``Gather`` of step ``t`` inside the body, weights read from the enclosing graph;
 - ``chunked-K``: a prototype of the portable form that carries less per step: the Scan runs over
@@ -13,17 +20,21 @@ The body has to read the recurrent weights at every step. The forms measured:
   which changes nothing), its body unrolled K times, so the weights are copied once per K steps.
 
 For each form, every runtime runs a small model and its ``Y`` is compared with the reference
-(``ok``, ``wrong`` or the error's first line). Then onnxruntime times every form on ``bench``'s
-LSTM workload (its default shapes, masks, 1 and 2 threads; weights as initializers), interleaved
-with the order rotating, median of ``--repeat`` runs after warm-up, each as a ratio to the
-``Loop``. Writes ``docs/results/body_forms.json``: ``python scripts/ab_body_forms.py [--repeat N]``.
+(``ok``, ``wrong`` or the line of the error that says why), twice: with the weights ``W``, ``R``,
+``B`` as graph inputs (``acceptance``) and as initializers (``acceptance_initializers``, as
+``bench`` times them). Then onnxruntime times every form on ``bench``'s LSTM workload (its default
+shapes, masks, 1 and 2 threads; weights as initializers), interleaved with the order rotating,
+median of ``--repeat`` runs after warm-up, each as a ratio to the ``Loop``. Writes
+``docs/results/body_forms.json``: ``python scripts/ab_body_forms.py [--repeat N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
+import re
 import statistics
 import sys
 import time
@@ -34,6 +45,7 @@ import numpy as np
 import onnx
 import onnx.inliner
 import onnx_ir as ir
+import onnx_ir.passes.common
 from onnxscript import build_function
 
 from onnx_masked_rnn import DOMAIN, bench, functions, record, testing
@@ -43,7 +55,7 @@ from onnx_masked_rnn.inline import inline
 from onnx_masked_rnn.reference import FUNCTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-FORMS = ("portable", "capture", "loop", "chunked-8", "chunked-16")
+FORMS = ("portable", "capture", "capture-raw", "loop", "chunked-8", "chunked-16")
 THREADS = (1, 2)
 
 
@@ -140,6 +152,42 @@ def chunked_scan(K: int):
     return masked_scan
 
 
+def raw_capture_scan():
+    """``functions.masked_scan`` in the capture form, the body deriving its weights from the
+    node's inputs itself: each weight's producers in the enclosing graph, back to the function's
+    inputs, are rebuilt inside the body."""
+    masked_scan = functions.masked_scan
+
+    def rebuild(op, values: list[ir.Value]) -> list[ir.Value]:
+        made: dict[ir.Value, ir.Value] = {}
+
+        def clone(value: ir.Value | None) -> ir.Value | None:
+            if value is not None and value.producer() is None and value.const_value is not None:
+                return op.Constant(value=value.const_value)  # the builder's constants: in the body
+            if value is None or value.producer() is None:  # a function input: read from outside
+                return value
+            if value not in made:
+                node = value.producer()
+                outputs = getattr(op, node.op_type)(
+                    *[clone(v) for v in node.inputs],
+                    _outputs=len(node.outputs),
+                    **{name: attr.value for name, attr in node.attributes.items()},
+                )
+                outputs = [outputs] if isinstance(outputs, ir.Value) else list(outputs)
+                made.update(zip(node.outputs, outputs))
+            return made[value]
+
+        return [clone(v) for v in values]
+
+    def scan(op, cell, initial_state, m, *, form, **kw):
+        def step(body, xs, weights, state):
+            return cell.step(body, xs, rebuild(body, [w for w, _, _ in cell.weights]), state)
+
+        return masked_scan(op, dataclasses.replace(cell, step=step), initial_state, m, form="capture", **kw)
+
+    return scan
+
+
 def model_of(form: str, attrs, inputs: dict) -> onnx.ModelProto:
     """The masked node of ``bench``'s workload in ``form``, standard ops only."""
     if form == "loop":
@@ -152,7 +200,8 @@ def model_of(form: str, attrs, inputs: dict) -> onnx.ModelProto:
     config = functions.Configuration.of(
         attrs, [n for n in node.input[3:] if n], onnx.TensorProto.FLOAT, len(node.output)
     )
-    with mock.patch.object(functions, "masked_scan", chunked_scan(int(form.split("-")[1]))):
+    scan = raw_capture_scan() if form == "capture-raw" else chunked_scan(int(form.split("-")[1]))
+    with mock.patch.object(functions, "masked_scan", scan):
         function = build_function(
             lambda op, *values: functions.op_body(op, config, "portable", *values),
             functions.formal_inputs(config),
@@ -160,16 +209,20 @@ def model_of(form: str, attrs, inputs: dict) -> onnx.ModelProto:
             name=attrs.op_type,
             opset_imports={"": bench.OPSET},
         )
+    ir.passes.common.RemoveUnusedNodesPass()(ir.Model(function.graph, ir_version=10))
     model.functions.append(functions.to_function_proto(function, config, form))
     return onnx.inliner.inline_local_functions(model)
 
 
-def acceptance(form: str) -> dict[str, str]:
-    """What onnxruntime, OpenVINO and tract make of ``form`` on a small case."""
+def acceptance(form: str, initializers: bool = False) -> dict[str, str]:
+    """What onnxruntime, OpenVINO and tract make of ``form`` on a small case, its weights graph
+    inputs or (``initializers``) initializers."""
     case = bench.Case("LSTM", (20, 3, 4, 8), "holes", 1)
     attrs, inputs = bench.workload(case)
     expected = FUNCTIONS[attrs.op_type](**inputs, **attrs.to_onnx())[0]
     model = model_of(form, attrs, inputs)
+    if initializers:
+        model = bench.with_initializers(model, inputs, weights_of(model))
     feeds = [inputs[i.name] for i in model.graph.input]
     outcome = {}
     runners = {
@@ -184,10 +237,24 @@ def acceptance(form: str) -> dict[str, str]:
             y = np.asarray(run()).reshape(expected.shape)
             outcome[runtime] = "ok" if np.allclose(y, expected, rtol=1e-4, atol=1e-5) else "wrong"
         except Exception as error:  # a runtime's refusal is the measurement
-            outcome[runtime] = (
-                "error: " + (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
-            )
+            outcome[runtime] = "error: " + reason(error)
     return outcome
+
+
+WRAPPING = re.compile(
+    r"Exception from |Check '|FrontEnd API failed|Model wasn't|-- |While validating|Summary"
+)
+
+
+def reason(error: Exception) -> str:
+    """The line of ``error``'s message that says why (OpenVINO wraps it in lines of context)."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    telling = [line for line in lines if not WRAPPING.match(line)]
+    return ((telling or lines) or [type(error).__name__])[0][:200]
+
+
+def weights_of(model: onnx.ModelProto) -> list[str]:
+    return [w for w in ("W", "R", "B") if any(i.name == w for i in model.graph.input)]
 
 
 def timings(repeat: int, warmup: int) -> list[dict]:
@@ -199,8 +266,7 @@ def timings(repeat: int, warmup: int) -> list[dict]:
         runs = {}
         for form in FORMS:
             model = model_of(form, attrs, inputs)
-            weights = [w for w in ("W", "R", "B") if any(i.name == w for i in model.graph.input)]
-            model = bench.with_initializers(model, inputs, weights)
+            model = bench.with_initializers(model, inputs, weights_of(model))
             session = bench.session(model, threads)
             feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
             y = session.run(["Y"], feeds)[0]
@@ -238,10 +304,16 @@ def main() -> int:
     header = record.start("body_forms", packages=("openvino", "tract"))
     with contextlib.redirect_stderr(sys.stdout):
         accepted = {form: acceptance(form) for form in FORMS}
-    for form, outcome in accepted.items():
-        print(f"{form:12s}", "  ".join(f"{rt}: {o}" for rt, o in outcome.items()))
+        constant = {form: acceptance(form, initializers=True) for form in FORMS}
+    for title, table in (("weights as inputs", accepted), ("weights as initializers", constant)):
+        print(title)
+        for form, outcome in table.items():
+            print(f"  {form:12s}", "  ".join(f"{rt}: {o}" for rt, o in outcome.items()))
     rows = timings(args.repeat, args.warmup)
-    record.write(record.finish(header, forms=list(FORMS), acceptance=accepted, timings=rows), args.json)
+    result = record.finish(
+        header, forms=list(FORMS), acceptance=accepted, acceptance_initializers=constant, timings=rows
+    )
+    record.write(result, args.json)
     worst = {form: max(r["ratio_to_loop"][form] for r in rows) for form in FORMS}
     print("worst ratio to the Loop:", "  ".join(f"{form} {v:.2f}x" for form, v in worst.items()))
     return 0
