@@ -16,6 +16,7 @@
 #   version. README's test command (the first step of .ci/run) runs every one of these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+unset PYTEST_ADDOPTS  # this run's options are the ones below (a caller's --junitxml is for README's command)
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 python3 -m venv "$root/venv"
