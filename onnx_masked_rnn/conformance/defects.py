@@ -408,9 +408,11 @@ DEFECTS: dict[str, Defect] = {
     "openvino-scan-outer-scope-read": Defect(
         ("openvino",),
         "error",
-        "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph, which "
-        "ONNX allows: it counts the outer values as body inputs ('num_scan_outputs can't be negative', "
-        "'Number of Scan node inputs (3) is less than required (4)').",
+        "OpenVINO's ONNX frontend rejects a Scan body that reads a value of the outer graph other "
+        "than a constant (a graph input or a node output), which ONNX allows: its Scan importer counts "
+        "the parameters it makes for outer values as body inputs ('num_scan_outputs can't be "
+        "negative', 'Number of Scan node inputs (3) is less than required (4)'); an initializer or "
+        "Constant it hands to the body as it is, and that read it accepts.",
         lambda: _scan(outer_read=True),
         message=r"num_scan_outputs can.t be negative|Number of Scan node inputs \(\d+\) is less than",
         workaround="the portable bodies pass outer values in as pass-through Scan state",

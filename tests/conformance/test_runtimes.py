@@ -93,3 +93,23 @@ def test_each_runtime_defect_reproduces(key: str, backend: str) -> None:
         resolve(defect.witness), repro.model, [(repro.inputs, repro.expected)], repro.rtol, repro.atol
     )
     assert witness.status == "passed", (defect.witness, witness)
+
+
+def test_openvino_takes_a_scan_body_reading_an_outer_constant() -> None:
+    """``openvino-scan-outer-scope-read`` is about outer values that are not constants: the same
+    repro with the value an initializer instead of a graph input is imported and compiled (the
+    frontend hands the body the Constant itself), as ``scripts/ab_body_forms.py``'s capture-raw
+    form relies on."""
+    import onnx
+
+    from onnx_masked_rnn.conformance.backends import OpenVINOBackend
+
+    repro = DEFECTS["openvino-scan-outer-scope-read"].repro()
+    model = onnx.ModelProto()
+    model.CopyFrom(repro.model)
+    (w,) = [i for i in model.graph.input if i.name == "w"]
+    model.graph.input.remove(w)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(repro.inputs[-1], "w"))
+    with pytest.raises(Exception, match=DEFECTS["openvino-scan-outer-scope-read"].message):
+        OpenVINOBackend.prepare(repro.model)
+    OpenVINOBackend.prepare(model)  # no error
