@@ -286,6 +286,24 @@ def _scan(outer_read: bool = False, typed_body: bool = True) -> Repro:
     return Repro(_model([scan], {"h0": h0, "x": x, "w": w}, {"h_last": y}), [h0, x, w], [y])
 
 
+def _scan_slice_times_constant() -> Repro:
+    """A running sum ``h += x[t] * w`` as a Scan, ``w`` a ``Constant`` of the body, the step's
+    slice ``x_t`` the ``Mul``'s first input."""
+    h0 = np.zeros(2, np.float32)
+    x = np.arange(1, 9, dtype=np.float32).reshape(4, 2)
+    w = np.array([10.0, 100.0], np.float32)
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("h", "x_t", "h_next")]
+    nodes = [
+        helper.make_node("Constant", [], ["w"], value=onnx.numpy_helper.from_array(w, "w")),
+        helper.make_node("Mul", ["x_t", "w"], ["xw"]),
+        helper.make_node("Add", ["h", "xw"], ["h_next"]),
+    ]
+    body = helper.make_graph(nodes, "body", info[:2], info[2:])
+    scan = helper.make_node("Scan", ["h0", "x"], ["h_last"], body=body, num_scan_inputs=1)
+    y = (x * w).sum(axis=0)
+    return Repro(_model([scan], {"h0": h0, "x": x}, {"h_last": y}), [h0, x], [y])
+
+
 def _scan_split_at_run_time() -> Repro:
     """A running sum ``h += x[t] @ w[:, 4:]`` as a Scan with an untyped body, the slice of ``w``
     taken by ``Split(w, [2 * H, H], axis=-1)`` with ``H = Shape(h0)[1]`` computed at run time: the
@@ -338,6 +356,26 @@ def _has_a_scan_without_where(model: onnx.ModelProto, inputs: list[np.ndarray]) 
     )
 
 
+def _has_a_slice_meeting_a_constant(model: onnx.ModelProto, inputs: list[np.ndarray]) -> bool:
+    """A Scan body's Add/Sub/Mul/Div whose first input is a step's slice of a scan input and whose
+    second is a constant (a ``Constant`` node's output or an initializer)."""
+    constants = {i.name for i in model.graph.initializer}
+    constants |= {o for n in walk_nodes(model.graph.node) if n.op_type == "Constant" for o in n.output}
+    for scan in (n for n in walk_nodes(model.graph.node) if n.op_type == "Scan"):
+        k = next(a.i for a in scan.attribute if a.name == "num_scan_inputs")
+        for body in subgraphs(scan):
+            slices = {i.name for i in body.input[len(body.input) - k :]}
+            if any(
+                n.op_type in ("Add", "Sub", "Mul", "Div")
+                and len(n.input) == 2
+                and n.input[0] in slices
+                and n.input[1] in constants
+                for n in body.node
+            ):
+                return True
+    return False
+
+
 DEFECTS: dict[str, Defect] = {
     "onnxruntime-no-float64-rnn-kernels": Defect(
         ("onnxruntime", "onnxruntime-noopt"),
@@ -388,6 +426,18 @@ DEFECTS: dict[str, Defect] = {
         "or the output computed by a separate op (as the masked bodies' Where does), it is right.",
         _scan_matmul_state,
         model_has=_has_a_scan_without_where,
+    ),
+    "openvino-scan-slice-with-constant": Defect(
+        ("openvino",),
+        "wrong",
+        "OpenVINO's Scan computes with the state replaced by the step's slice of a scan input when an "
+        "elementwise op of the body takes that slice first and a Constant second and its result meets "
+        "the state: h_next = h + x_t * w gives x_t + x_t * w ([77, 808] for [160, 2000]); likewise "
+        "x_t * w + h, h + (x_t + w), h - x_t * w; with the Constant first (h + w * x_t) it is right.",
+        _scan_slice_times_constant,
+        model_has=_has_a_slice_meeting_a_constant,
+        workaround="the masked bodies apply no Constant to a scan input's slice (the slices meet MatMul "
+        "outputs and the state)",
     ),
     "openvino-rnn-activations": Defect(
         ("openvino",),
