@@ -26,6 +26,7 @@ from parameterized import parameterized
 
 import tf2onnx
 from tf2onnx import masked_rnn
+from tf2onnx.rewriter import keras_rnn_tf2_rewriter
 
 # pylint: disable=missing-docstring
 
@@ -102,7 +103,27 @@ def _bidirectional(k, kind, merge_mode, **kwargs):
     return call
 
 
-KINDS = {"lstm": ("LSTM", "MaskedLSTM"), "gru": ("GRU", "MaskedGRU")}
+class _HalfTanhCell(keras.layers.Layer):
+    """A custom cell: h = tanh(x W) + (h_prev R) / 2 (no Keras cell computes it)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = self.state_size = self.output_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), name="recurrent_kernel")
+
+    def call(self, inputs, states):
+        h = (
+            keras.ops.tanh(keras.ops.matmul(inputs, self.kernel))
+            + keras.ops.matmul(states[0], self.recurrent_kernel) / 2
+        )
+        return h, [h]
+
+
+KINDS = {"lstm": ("LSTM", "MaskedLSTM"), "gru": ("GRU", "MaskedGRU"), "rnn": ("SimpleRNN", "MaskedRNN")}
+ONNX_OPS = {"LSTM": "LSTM", "GRU": "GRU", "SimpleRNN": "RNN"}
 
 
 def _build(k, spec):
@@ -172,6 +193,87 @@ CASES = [
         3,
         0,
     ),
+    # Keras 3 GRU (reset_after=True and False), tf_keras GRU(reset_after=False): MaskedGRU
+    ("keras3_masking_gru", "keras3", "masking", [("gru", {"return_sequences": True})], 1, 0),
+    (
+        "keras3_embedding_gru_backwards_state",
+        "keras3",
+        "embedding",
+        [("gru", {"go_backwards": True, "return_state": True})],
+        1,
+        0,
+    ),
+    ("keras3_mask_gru_initial_state", "keras3", "mask", [("gru", {"return_sequences": True})], 1, 1),
+    ("keras3_mask_bidirectional_gru_sum", "keras3", "mask", [("bi", "gru", "sum", {"return_sequences": True})], 2, 0),
+    (
+        "keras3_embedding_gru_reset_before_stacked",
+        "keras3",
+        "embedding",
+        [("gru", {"reset_after": False, "return_sequences": True}), ("gru", {"reset_after": False})],
+        2,
+        0,
+    ),
+    (
+        "keras3_masking_gru_reset_before_no_bias",
+        "keras3",
+        "masking",
+        [("gru", {"reset_after": False, "use_bias": False})],
+        1,
+        0,
+    ),
+    (
+        "tf_keras_mask_gru_reset_before_backwards",
+        "tf_keras",
+        "mask",
+        [("gru", {"reset_after": False, "go_backwards": True, "return_sequences": True})],
+        1,
+        0,
+    ),
+    (
+        "tf_keras_masking_bidirectional_gru_reset_before",
+        "tf_keras",
+        "masking",
+        [("bi", "gru", "mul", {"reset_after": False})],
+        2,
+        0,
+    ),
+    (
+        "tf_keras_embedding_gru_reset_before_state",
+        "tf_keras",
+        "embedding",
+        [("gru", {"reset_after": False, "return_state": True})],
+        1,
+        0,
+    ),
+    # SimpleRNN: MaskedRNN
+    ("keras3_masking_rnn", "keras3", "masking", [("rnn", {"return_sequences": True})], 1, 0),
+    ("keras3_mask_rnn_relu_initial_state", "keras3", "mask", [("rnn", {"activation": "relu"})], 1, 1),
+    (
+        "keras3_embedding_bidirectional_rnn_stacked",
+        "keras3",
+        "embedding",
+        [("bi", "rnn", "concat", {"return_sequences": True}), ("rnn", {"go_backwards": True})],
+        3,
+        0,
+    ),
+    (
+        "tf_keras_embedding_rnn_backwards_state",
+        "tf_keras",
+        "embedding",
+        [("rnn", {"go_backwards": True, "return_state": True, "return_sequences": True})],
+        1,
+        0,
+    ),
+    ("tf_keras_masking_bidirectional_rnn_ave", "tf_keras", "masking", [("bi", "rnn", "ave", {})], 2, 0),
+    (
+        "tf_keras_mask_rnn_sigmoid_no_bias",
+        "tf_keras",
+        "mask",
+        [("rnn", {"activation": "sigmoid", "use_bias": False})],
+        1,
+        0,
+    ),
+    ("tf_keras_mask_rnn_initial_state", "tf_keras", "mask", [("rnn", {"return_sequences": True})], 1, 1),
 ]
 
 
@@ -222,7 +324,7 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         self.assertEqual(masked, directions)
         self.assertEqual(_count(model_proto.graph, "Loop"), 0)
         for plain_op, _ in KINDS.values():
-            self.assertEqual(_count(model_proto.graph, plain_op), 0)
+            self.assertEqual(_count(model_proto.graph, ONNX_OPS[plain_op]), 0)
         self.assertEqual(len(model_proto.functions), len({f.overload for f in model_proto.functions}))
         onnx.checker.check_model(model_proto)
         self._compare(model, path, source, initial_states)
@@ -250,6 +352,60 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         self.assertTrue(any("kept as a loop" in line and "opset 18" in line for line in logs.output), logs.output)
         self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 0)
         self.assertEqual(_count(model_proto.graph, "Loop"), 1)
+        self._compare(model, path, "masking")
+
+    @parameterized.expand(
+        [
+            ("keras3_gru", "keras3", "GRU", {}),
+            ("keras3_gru_reset_before", "keras3", "GRU", {"reset_after": False}),
+            ("tf_keras_gru_reset_before", "tf_keras", "GRU", {"reset_after": False, "go_backwards": True}),
+            ("keras3_rnn", "keras3", "SimpleRNN", {"return_state": True}),
+            ("tf_keras_rnn", "tf_keras", "SimpleRNN", {"activation": "relu"}),
+        ]
+    )
+    @check_tf_min_version("2.16")
+    def test_unmasked_gru_and_rnn(self, _, flavour, kind, kwargs):
+        # an unmasked layer the GRU rewriter did not match (a Loop before): one GRU or RNN node
+        k = keras if flavour == "keras3" else tf_keras
+        x = k.Input((None, FEATURES), name="x")
+        outputs = getattr(k.layers, kind)(UNITS, return_sequences=True, **kwargs)(x)
+        model = k.Model(x, list(outputs) if isinstance(outputs, (list, tuple)) else outputs)
+        model_proto, path = self._convert(model, masked_rnn.MIN_OPSET)
+        self.assertEqual(_count(model_proto.graph, ONNX_OPS[kind]), 1)
+        self.assertEqual(_count(model_proto.graph, "Loop"), 0)
+        self.assertEqual(len(model_proto.functions), 0)
+        self._compare(model, path, "masking")
+
+    def _assert_kept(self, model, name, reason):
+        """Converts ``model``: the layer ``name`` stays a Loop, the log says so with ``reason``."""
+        with self.assertLogs("tf2onnx.rewriter.keras_rnn_tf2_rewriter", "INFO") as logs:
+            model_proto, path = self._convert(model, masked_rnn.MIN_OPSET)
+        kept = [line for line in logs.output if "kept as a loop" in line and name in line]
+        self.assertTrue(kept and all(reason in line for line in kept), logs.output)
+        self.assertEqual(_count(model_proto.graph, "Loop"), 1)
+        for plain_op, masked_op in KINDS.values():
+            self.assertEqual(_count(model_proto.graph, masked_op) + _count(model_proto.graph, ONNX_OPS[plain_op]), 0)
+        return path
+
+    @check_tf_min_version("2.16")
+    def test_custom_cell_keeps_the_loop(self):
+        layer = keras.layers.RNN(_HalfTanhCell(UNITS), return_sequences=True, name="custom_rnn")
+        model = _model(keras, "masking", [lambda x, mask, state: layer(x)])
+        path = self._assert_kept(model, "custom_rnn", keras_rnn_tf2_rewriter.NOT_A_CELL)
+        self._compare(model, path, "masking")
+
+    @parameterized.expand(
+        [
+            ("keras3_gru_swish", "keras3", "GRU", {"activation": "swish"}),
+            ("tf_keras_rnn_softsign", "tf_keras", "SimpleRNN", {"activation": "softsign"}),
+        ]
+    )
+    @check_tf_min_version("2.16")
+    def test_inexact_activation_keeps_the_loop(self, _, flavour, kind, kwargs):
+        k = keras if flavour == "keras3" else tf_keras
+        layer = getattr(k.layers, kind)(UNITS, name="odd_activation", **kwargs)
+        model = _model(k, "masking", [lambda x, mask, state: layer(x)])
+        path = self._assert_kept(model, "odd_activation", "")
         self._compare(model, path, "masking")
 
     @check_tf_min_version("2.16")

@@ -55,6 +55,8 @@ def match_keras_mask(g, op_type, output_select, output, states):
     reason = masked_rnn.unavailable(op_type, g.opset)
     info = None if reason else _match(g, output_select, output, states)
     if info is None:
+        # the reason is logged once: rewrite_keras_rnn_tf2 does not log the loop again
+        g.keras_rnn_rewriter_context = {"logged": reason}
         logger.info(
             "masked %s %s kept as a loop: %s",
             op_type,
