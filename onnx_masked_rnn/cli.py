@@ -2,7 +2,9 @@
 
 Subcommands: ``conformance`` (the suite on one or more backends), ``fuzz`` (the differential
 fuzz), ``bench`` (the benchmark), ``convert MODEL.keras OUT.onnx`` (Keras export),
-``generate-tests DIR`` (the suite's files) and ``inline IN OUT`` (expand the masked nodes).
+``generate-tests DIR`` (the suite's files), ``inline IN OUT`` (expand the masked nodes) and
+``from-preview IN OUT`` (tf2onnx's ``ai.onnx.preview`` nodes onto the package's domain, in one of
+the deployment forms).
 Each heavy subcommand lives in its own module, which declares its options (``add_arguments``)
 and runs them (``run``); this module only wires them together and does the file I/O. Help texts
 are plain text (argparse prints them as they are).
@@ -25,7 +27,8 @@ from onnx_masked_rnn._files import write_atomic
 from onnx_masked_rnn._walk import walk_nodes
 from onnx_masked_rnn.conformance.generate import generate
 from onnx_masked_rnn.functions import SCAN_FORMS
-from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM, inline
+from onnx_masked_rnn.inline import DEFAULT_SCAN_FORM, attach_functions, inline
+from onnx_masked_rnn.preview import PREVIEW_DOMAIN, from_preview
 
 # subcommand -> (module that implements it, one-line help)
 _DELEGATED = {
@@ -66,13 +69,25 @@ def _count_masked_nodes(model) -> int:
 
 def _inline(args: argparse.Namespace) -> int:
     model = _load_model(args.input)
-    count = _count_masked_nodes(model)
+    count = _count_masked_nodes(from_preview(model))
     expanded = inline(model, strategy=args.strategy, scan_form=args.scan_form)
     write_atomic(Path(args.output), expanded.SerializeToString())
     if count == 0:
         print(f"{args.input} has no masked node: nothing to expand; wrote {args.output}")
     else:
         print(f"wrote {args.output} ({count} masked node(s), {args.strategy} expansion)")
+    return 0
+
+
+def _from_preview(args: argparse.Namespace) -> int:
+    model = from_preview(_load_model(args.input))
+    count = _count_masked_nodes(model)
+    if args.strategy == "function":
+        written = attach_functions(model, scan_form=args.scan_form)
+    else:
+        written = inline(model, strategy=args.strategy, scan_form=args.scan_form)
+    write_atomic(Path(args.output), written.SerializeToString())
+    print(f"wrote {args.output} ({count} masked node(s), {args.strategy} form)")
     return 0
 
 
@@ -92,8 +107,8 @@ class _Parser(argparse.ArgumentParser):
 # What ``onnx-masked-rnn --help`` says first (plain text: the docstring is reStructuredText).
 DESCRIPTION = (
     "MaskedLSTM, MaskedGRU and MaskedRNN for ONNX: the conformance suite, the fuzz, the benchmark, "
-    "Keras conversion, the suite's files and the expansion of masked nodes into standard ops "
-    "(also: python -m onnx_masked_rnn)"
+    "Keras conversion, the suite's files, the expansion of masked nodes into standard ops and the "
+    "mapping of tf2onnx's ai.onnx.preview nodes onto the package's domain (also: python -m onnx_masked_rnn)"
 )
 
 
@@ -113,6 +128,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="model to read (.onnx)")
     p.add_argument("output", help="model to write (.onnx)")
     p.add_argument("--strategy", choices=("scan", "native"), default="scan", help="expansion (default: scan)")
+    _add_scan_form(p)
+    p.set_defaults(func=_inline)
+    help_text = (
+        f"map the {PREVIEW_DOMAIN} MaskedLSTM/GRU/RNN nodes that patched tf2onnx emits onto the "
+        "package's domain, as one of the deployment forms"
+    )
+    p = sub.add_parser("from-preview", help=help_text, description=help_text)
+    p.add_argument("input", help=f"model to read (.onnx) with {PREVIEW_DOMAIN} masked nodes")
+    p.add_argument("output", help="model to write (.onnx)")
+    p.add_argument(
+        "--strategy",
+        choices=("function", "scan", "native"),
+        default="function",
+        help="'function': the package's masked nodes with their model-local functions (runs in onnxruntime "
+        "as is, and on the kernel); 'scan' or 'native': standard ops only, as inline writes them "
+        "(default: function)",
+    )
+    _add_scan_form(p)
+    p.set_defaults(func=_from_preview)
+    return parser
+
+
+def _add_scan_form(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scan-form",
         choices=SCAN_FORMS,
@@ -121,8 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
         "or 'capture' (the body reads the weights from the enclosing graph: faster in onnxruntime) "
         f"(default: {DEFAULT_SCAN_FORM})",
     )
-    p.set_defaults(func=_inline)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,8 @@
 calls; ``inline(model, strategy)`` replaces every masked node (main graph, Loop/If/Scan bodies at
 any depth, model-local functions) by its body, leaving standard ``ai.onnx`` ops only. Bodies are
 built at the model's ai.onnx opset (18 to the newest onnx knows; an older model is refused).
+Both take ``ai.onnx.preview`` masked nodes (what patched tf2onnx emits) as the package's
+(``preview.from_preview``).
 
 Before anything is built, every masked node is checked where its inputs' types and shapes are
 known (by onnx's shape inference with the package's schemas, so that types flow from one masked
@@ -65,6 +67,7 @@ from onnx_masked_rnn.functions import (
     check_opset,
 )
 from onnx_masked_rnn.native import build_native_function
+from onnx_masked_rnn.preview import from_preview
 from onnx_masked_rnn.schemas import registered_schemas
 
 __all__ = ["DEFAULT_SCAN_FORM", "attach_functions", "inline"]
@@ -249,11 +252,10 @@ class _Attacher:
     def __init__(self, model: onnx.ModelProto, strategy: str, form: str) -> None:
         check_form(form)
         self.builder, self.strategy, self.form = _builder(strategy), strategy, form
-        self.model = onnx.ModelProto()
-        self.model.CopyFrom(model)
+        self.model = from_preview(model)  # a copy, tf2onnx's ai.onnx.preview nodes made the package's
         self.has_masked_nodes = any(True for _ in self.scopes())
         if self.has_masked_nodes:
-            self.opset = _model_opset(model)
+            self.opset = _model_opset(self.model)
             self.main_types, self.local_types = _scope_types(self.model)
             for _, node, configuration in self.configured():  # every node is checked first
                 del node.output[configuration.num_outputs :]  # trailing omitted outputs: the body has none
@@ -344,6 +346,8 @@ def attach_functions(model: onnx.ModelProto, *, scan_form: str = DEFAULT_SCAN_FO
     as model-local functions (one overload per configuration), so onnxruntime runs it as is.
 
     ``scan_form``: ``"portable"`` or ``"capture"`` Scan bodies (module docstring). Idempotent.
+    ``ai.onnx.preview`` masked nodes (tf2onnx's) become the package's first, their preview bodies
+    replaced (:func:`~onnx_masked_rnn.preview.from_preview`).
     Raises ``ValueError`` for an ai.onnx opset outside the supported range (naming it), a masked
     node with invalid attributes, or inputs whose known types or shapes the op rejects (naming the
     node and the input).
@@ -360,8 +364,9 @@ def inline(
     ``strategy="scan"``: the operators' function bodies (Scan + Where), in ``scan_form``;
     ``"native"``: the expansion onto the native LSTM/GRU/RNN kernels (a node whose activations a
     native kernel computes differently gets the Scan body). Nodes in Loop/If/Scan bodies at any
-    depth and in model-local functions are replaced too; names stay unique; the domain import is
-    dropped once unused. Raises ``ValueError`` as :func:`attach_functions` does, and for an
+    depth and in model-local functions are replaced too, and so are ``ai.onnx.preview`` masked
+    nodes (tf2onnx's, :func:`~onnx_masked_rnn.preview.from_preview`); names stay unique; the domain
+    import is dropped once unused. Raises ``ValueError`` as :func:`attach_functions` does, and for an
     unknown strategy.
     """
     attacher = _Attacher(model, strategy, scan_form)

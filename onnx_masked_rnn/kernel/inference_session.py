@@ -1,10 +1,11 @@
 """``session(model)``: an onnxruntime session that runs the model's masked nodes on the kernel.
 
-Every MaskedLSTM/GRU/RNN node (main graph, Loop/If/Scan bodies, model-local functions) is asked
-:func:`~onnx_masked_rnn.kernel.coverage.uncovered`; a node the kernel does not cover is rewritten
-by :func:`onnx_masked_rnn.inline` (``"native"`` for float32 and float16, whose native kernels
-onnxruntime has, ``"scan"`` otherwise) before the session is made, and a
-:class:`KernelFallbackWarning` names each such node and why. The other nodes are kept and run on
+``ai.onnx.preview`` masked nodes (what patched tf2onnx emits) are made the package's first
+(``preview.from_preview``). Every MaskedLSTM/GRU/RNN node (main graph, Loop/If/Scan bodies,
+model-local functions) is asked :func:`~onnx_masked_rnn.kernel.coverage.uncovered`; a node the
+kernel does not cover is rewritten by :func:`onnx_masked_rnn.inline` (``"native"`` for float32 and
+float16, whose native kernels onnxruntime has, ``"scan"`` otherwise) before the session is made,
+and a :class:`KernelFallbackWarning` names each such node and why. The other nodes are kept and run on
 the kernel. (onnxruntime never falls back from a registered kernel by itself: see ``coverage``.)
 """
 
@@ -24,6 +25,7 @@ from onnx_masked_rnn.attributes import OP_SPECS
 from onnx_masked_rnn.inline import inline
 from onnx_masked_rnn.kernel.coverage import uncovered
 from onnx_masked_rnn.kernel.library import register
+from onnx_masked_rnn.preview import from_preview, has_preview_nodes
 from onnx_masked_rnn.schemas import registered_schemas
 
 __all__ = ["KernelFallbackWarning", "session"]
@@ -124,8 +126,9 @@ def session(
     with the kernel registered in ``sess_options`` (a new ``SessionOptions`` when None);
     ``providers`` and ``kwargs`` go to ``InferenceSession``.
 
-    A masked node the kernel does not cover is inlined first, with a :class:`KernelFallbackWarning`
-    naming it and why (module docstring). Raises
+    ``ai.onnx.preview`` masked nodes (tf2onnx's) run as the package's
+    (:func:`~onnx_masked_rnn.preview.from_preview`). A masked node the kernel does not cover is
+    inlined first, with a :class:`KernelFallbackWarning` naming it and why (module docstring). Raises
     :class:`~onnx_masked_rnn.kernel.library.KernelNotBuiltError` when the package was installed
     without the kernel.
     """
@@ -138,6 +141,8 @@ def session(
     else:
         path = os.fspath(model)
         proto, source = onnx.load(path, load_external_data=False), path
+    if has_preview_nodes(proto):  # tf2onnx's ai.onnx.preview nodes: the kernel runs them as the package's
+        proto, source = from_preview(proto), None
     rewritten = _rewrite_uncovered(proto, stacklevel=3)
     if rewritten is not None:
         source = rewritten.SerializeToString()
