@@ -85,6 +85,7 @@ RECORDERS = {
     "torch_export.json": "python scripts/bench_torch.py --json docs/results/torch_export.json",
     "ab_graphs.json": "python scripts/ab_graphs.py --old REV --json docs/results/ab_graphs.json",
     "keras_tf_export.json": "KERAS_BACKEND=tensorflow python scripts/bench_keras_tf_export.py",
+    "body_forms.json": "python scripts/ab_body_forms.py --repeat 15",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -794,6 +795,40 @@ def render_ab_graphs(path: Path) -> str:
     )
 
 
+def render_body_forms(path: Path) -> str:
+    """``scripts/ab_body_forms.py``'s record: which runtime runs each Scan body form (weights as graph
+    inputs, then as initializers), and each form's time on onnxruntime as a ratio to the Loop."""
+    data = load("body_forms.json")
+    forms = data["forms"]
+    runtimes = list(next(iter(data["acceptance"].values())))
+    lines = [
+        "| form | " + " | ".join(f"{r}: weights as inputs / initializers" for r in runtimes) + " |",
+        "|---|" + "---|" * len(runtimes),
+    ]
+    for form in forms:
+        cells = [
+            f"{data['acceptance'][form][r]} / {data['acceptance_initializers'][form][r]}".replace("|", "\\|")
+            for r in runtimes
+        ]
+        lines.append(f"| `{form}` | " + " | ".join(cells) + " |")
+    lines += ["", "| (T, N, I, H), threads | mask | " + " | ".join(f"`{f}`" for f in forms) + " |"]
+    lines.append("|---|---|" + "---|" * len(forms))
+    for row in data["timings"]:
+        shape = ", ".join(str(v) for v in row["shape"])
+        cells = " | ".join(ratio(row["ratio_to_loop"][f]) for f in forms)
+        lines.append(f"| ({shape}), {row['threads']} | {row['mask'].replace('_', ' ')} | {cells} |")
+    worst = {f: max(r["ratio_to_loop"][f] for r in data["timings"]) for f in forms}
+    return (
+        "\n".join(lines)
+        + "\n\nonnxruntime's time of each form (weights as initializers) over the `Loop`'s, median of "
+        "interleaved runs; the worst: "
+        + ", ".join(f"`{f}` {ratio(w)}" for f, w in worst.items())
+        + ". "
+        + provenance(data, ("onnxruntime", "openvino", "tract"))
+        + "\n"
+    )
+
+
 def load_script(name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -824,6 +859,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "keras-tf-export": (render_keras_tf_export, "keras_tf_export.json"),
     "torch-export": (render_torch_export, "torch_export.json"),
     "ab-graphs": (render_ab_graphs, "ab_graphs.json"),
+    "body-forms": (render_body_forms, "body_forms.json"),
 }
 
 SECTION = re.compile(
