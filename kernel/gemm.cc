@@ -1,5 +1,6 @@
 #include "gemm.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -134,8 +135,18 @@ void Gemm<C>::Run(const OrtKernelContext* context, const C* a, int64_t m, int64_
 
 template <class C>
 Gemm<C>::Repeated::Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b,
-                            int64_t n, C* out)
+                            int64_t n, C* out, const Repeated* same_b)
     : gemm_(gemm), a_(a), k_(k), n_(n), out_(out) {
+  if constexpr (std::is_same_v<C, float>) {
+    // One row is a matrix-vector product, which packing does not speed up: onnxruntime's Gemm
+    // serves it, without the packed copy.
+    if (PackedProduct::Available() && max_m > 1 && k > 0 && n > 0) {
+      packed_ = same_b != nullptr && same_b->packed_ != nullptr
+                    ? same_b->packed_
+                    : std::make_shared<PackedProduct>(b, n, k);
+      return;
+    }
+  }
   if (k == 0 || !gemm.uses_runtime()) {  // the plain loop, on b transposed once
     bt_.resize(static_cast<size_t>(k * n));
     for (int64_t j = 0; j < n; ++j) {
@@ -163,6 +174,12 @@ Gemm<C>::Repeated::~Repeated() {
 template <class C>
 void Gemm<C>::Repeated::Run(const OrtKernelContext* context, int64_t m) {
   if (m == 0 || n_ == 0) return;
+  if constexpr (std::is_same_v<C, float>) {
+    if (packed_ != nullptr) {
+      RunPacked(context, m);
+      return;
+    }
+  }
   if (b_value_ == nullptr) {
     RunTransposed(a_, m, k_, bt_.data(), n_, nullptr, out_);
     return;
@@ -177,6 +194,36 @@ void Gemm<C>::Repeated::Run(const OrtKernelContext* context, int64_t m) {
   view(out_values_[m], out_, n_);
   const OrtValue* inputs[] = {a_values_[m], b_value_};
   Check(ORT_CALL(InvokeOp, context, gemm_.without_bias_, inputs, 2, &out_values_[m], 1));
+}
+
+template <class C>
+void Gemm<C>::Repeated::RunPacked(const OrtKernelContext* context, int64_t m) {
+  if constexpr (std::is_same_v<C, float>) {
+    // Contiguous ranges of panels of about kChunkWork multiply-adds each (MLAS's grain for a
+    // thread), so that a small product stays on the calling thread.
+    constexpr int64_t kChunkWork = int64_t{1} << 16;
+    packed_->Pack();
+    const int64_t panels = packed_->panels();
+    const int64_t chunks = std::clamp<int64_t>(m * n_ * k_ / kChunkWork, 1, panels);
+    if (chunks == 1) {
+      packed_->Run(a_, m, out_, 0, panels);
+      return;
+    }
+    struct Job {
+      const PackedProduct* packed;
+      const C* a;
+      int64_t m, panels, chunks;
+      C* out;
+    } job{packed_.get(), a_, m, panels, chunks, out_};
+    auto run = [](void* data, size_t index) {
+      const Job& j = *static_cast<const Job*>(data);
+      const auto c = static_cast<int64_t>(index);
+      j.packed->Run(j.a, j.m, j.out, c * j.panels / j.chunks, (c + 1) * j.panels / j.chunks);
+    };
+    Check(ORT_CALL(KernelContext_ParallelFor, context, run, static_cast<size_t>(chunks), 0, &job));
+  } else {
+    (void)context, (void)m;
+  }
 }
 
 template class Gemm<float>;

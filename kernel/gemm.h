@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ort_api.h"
+#include "packed_gemm.h"
 
 namespace omr {
 
@@ -30,10 +32,14 @@ class Gemm {
   // One recurrent product repeated over a run's steps, out[m, n] = a[m, k] · b[n, k]ᵀ for the
   // first m rows of fixed buffers a and out: the runtime's tensors of b, and of a and out for each
   // m met, are made once per run instead of once per step (and b is transposed once for the
-  // plain loop). Belongs to one Compute call: the kernel keeps no state between runs.
+  // plain loop). In float32 on a CPU that has it, the product runs on b packed once per run, at
+  // its first step (packed_gemm.h), instead of onnxruntime's Gemm, which packs b at every call;
+  // `same_b`, a product of the same b, shares its packing. Belongs to one Compute call: the
+  // kernel keeps no state between runs.
   class Repeated {
    public:
-    Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b, int64_t n, C* out);
+    Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b, int64_t n, C* out,
+             const Repeated* same_b = nullptr);
     ~Repeated();
     Repeated(const Repeated&) = delete;
     Repeated& operator=(const Repeated&) = delete;
@@ -41,6 +47,8 @@ class Gemm {
     void Run(const OrtKernelContext* context, int64_t m);
 
    private:
+    void RunPacked(const OrtKernelContext* context, int64_t m);
+
     const Gemm& gemm_;
     const C* a_;
     int64_t k_, n_;
@@ -48,6 +56,7 @@ class Gemm {
     OrtValue* b_value_ = nullptr;
     std::vector<OrtValue*> a_values_, out_values_;  // by m, made on first use
     std::vector<C> bt_;                             // the plain loop's b transposed
+    std::shared_ptr<PackedProduct> packed_;         // float32 only
   };
 
  private:

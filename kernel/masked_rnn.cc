@@ -348,7 +348,8 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     const C* Rb_h = p.B != nullptr ? p.B + d * 2 * GH + GH + 2 * H : zeros.data();
     // The recurrent products: of every row (h), of the rows gathered, of GRU's r * h.
     typename Gemm<C>::Repeated rec_all(gemm, h.data(), N, H, R, first, rec.data());
-    typename Gemm<C>::Repeated rec_some(gemm, gathered.data(), N, H, R, first, rec.data());
+    typename Gemm<C>::Repeated rec_some(gemm, gathered.data(), N, H, R, first, rec.data(),
+                                        &rec_all);
     std::unique_ptr<typename Gemm<C>::Repeated> rec_reset;
     if (gru && !lbr) {
       rec_reset = std::make_unique<typename Gemm<C>::Repeated>(gemm, rh.data(), N, H, R + 2 * H * H,

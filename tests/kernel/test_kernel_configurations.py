@@ -1,10 +1,13 @@
 """Every configuration family of the specification on the native kernel, against the numpy
 reference: directions, layouts, modes, masks, sequence_lens, states, peepholes, clip,
 input_forget, linear_before_reset, the eleven activations with and without alpha/beta, absent
-outputs, empty batch or sequence, NaN at masked steps, float16/bfloat16/float64. Each job runs in
-a child process (``kernel_cases``), so a crash fails its family instead of killing pytest."""
+outputs, empty batch or sequence, the recurrent product's shapes, NaN at masked steps,
+float16/bfloat16/float64. Each job runs in a child process (``kernel_cases``), so a crash fails
+its family instead of killing pytest."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import kernel_cases
 import pytest
@@ -136,6 +139,13 @@ FAMILIES: dict[str, list[Job]] = {
         for op in OPS
         for dtype in ("float16", "bfloat16", "float64")
     ],
+    # the packed recurrent product (kernel/packed_gemm.cc): every count of rows left over by its
+    # blocks (batch 1 to 17), hidden sizes whose gate columns end inside a panel, one panel or many
+    "recurrent product shapes": [
+        job(op, shape=(3, n, 5, (1, 7, 31, 33, 65, 97)[n % 6]), attributes={"direction": "bidirectional"})
+        for op in OPS
+        for n in range(1, 18)
+    ],
     "larger sizes": [
         job(op, shape=shape, attributes={"direction": "bidirectional", "masked_output": m}, mask_kind=kind)
         for op in OPS
@@ -146,11 +156,29 @@ FAMILIES: dict[str, list[Job]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def worker():
-    slot = Worker(kernel_cases.setup, None, 120.0, name="the kernel's process")
+# The recurrent product: the packed one on the widest instruction set the CPU has (auto), the
+# AVX2 one (every x86-64 CPU with AVX-512 has AVX2 too), and onnxruntime's Gemm (runtime).
+PRODUCTS = ("auto", "avx2", "runtime")
+
+
+@pytest.fixture(scope="module", params=PRODUCTS)
+def worker(request):
+    if request.param == "avx2" and not _has_avx2():
+        pytest.skip("this CPU has no AVX2 with FMA, so the kernel's AVX2 product cannot run here")
+    slot = Worker(
+        kernel_cases.setup,
+        None,
+        120.0,
+        name="the kernel's process",
+        environment={"ONNX_MASKED_RNN_KERNEL_PRODUCT": request.param},
+    )
     yield slot
     slot.close()
+
+
+def _has_avx2() -> bool:
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    return "avx2" in flags and "fma" in flags
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -177,3 +205,22 @@ def test_the_families_cover_every_attribute_value():
     assert {(j.op, j.shape[0] == 0 or j.shape[1] == 0) for j in jobs} == {
         (op, e) for op in OPS for e in (0, 1)
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("avx9", "not one of auto, avx512, avx2, runtime"), ("Avx2", "not one of auto, avx512, avx2, runtime")],
+)
+def test_a_bad_product_choice_is_an_error_naming_the_variable(value, says):
+    slot = Worker(
+        kernel_cases.setup,
+        None,
+        120.0,
+        name="the kernel's process",
+        environment={"ONNX_MASKED_RNN_KERNEL_PRODUCT": value},
+    )
+    try:
+        outcome = slot.run(FAMILIES["recurrent product shapes"][0])
+    finally:
+        slot.close()
+    assert isinstance(outcome, str) and f"ONNX_MASKED_RNN_KERNEL_PRODUCT={value}: {says}" in outcome, outcome
