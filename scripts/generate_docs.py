@@ -86,6 +86,7 @@ RECORDERS = {
     "ab_graphs.json": "python scripts/ab_graphs.py --old REV --json docs/results/ab_graphs.json",
     "keras_tf_export.json": "KERAS_BACKEND=tensorflow python scripts/bench_keras_tf_export.py",
     "body_forms.json": "python scripts/ab_body_forms.py --repeat 15",
+    "tf2onnx_models.json": "python scripts/bench_tf2onnx_models.py --repeat 30",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -739,6 +740,23 @@ def render_keras_tf_export(path: Path) -> str:
     )
 
 
+def render_tf2onnx_models(path: Path) -> str:
+    """The table ``scripts/bench_tf2onnx_models.py --table`` prints, and the record's provenance."""
+    script = load_script("bench_tf2onnx_models")
+    data = load("tf2onnx_models.json")
+    converters = "; ".join(
+        f"{label}: " + ", ".join(f"{p} {v}" for p, v in packages.items())
+        for label, packages in data["versions"]["converters"].items()
+    )
+    return (
+        script.table(data)
+        + "\n"
+        + provenance(data, ("onnxruntime", "onnx"))
+        + f" {data['threads']} onnxruntime thread, {data['repeat']} interleaved repeats (median); "
+        f"converted by {converters}.\n"
+    )
+
+
 def render_keras_export(path: Path) -> str:
     data = load("keras_export.json")
     lines = [
@@ -860,6 +878,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "torch-export": (render_torch_export, "torch_export.json"),
     "ab-graphs": (render_ab_graphs, "ab_graphs.json"),
     "body-forms": (render_body_forms, "body_forms.json"),
+    "tf2onnx-models": (render_tf2onnx_models, "tf2onnx_models.json"),
 }
 
 SECTION = re.compile(
