@@ -87,6 +87,7 @@ RECORDERS = {
     "keras_tf_export.json": "KERAS_BACKEND=tensorflow python scripts/bench_keras_tf_export.py",
     "body_forms.json": "python scripts/ab_body_forms.py --repeat 15",
     "tf2onnx_models.json": "python scripts/bench_tf2onnx_models.py --repeat 30",
+    "tf2onnx_check.json": "bash upstream/tf2onnx/check.sh --record docs/results/tf2onnx_check.json",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -665,9 +666,9 @@ def fuzz_table(data: dict[str, Any]) -> str:
     return text
 
 
-def upstream_table(name: str) -> str:
+def upstream_table(name: str, versions: tuple[str, ...] = ("onnx", "onnxruntime")) -> str:
     """An ``upstream/check.sh --record`` record (``upstream/summarize.py``'s format): what the run
-    printed, one row a suite and the total, then the onnx tree, the series' revision and the time."""
+    printed, one row a suite and the total, then the tree, the series' revision and the time."""
     data = load(name)
     lines = ["| suite | passed | failed | skipped |", "|---|---|---|---|"]
     for suite in data["suites"]:
@@ -678,7 +679,7 @@ def upstream_table(name: str) -> str:
     return (
         "\n".join(lines)
         + f"\n\n{data['onnx_tree']} with the series at revision `{data['series_revision']}`{seconds}. "
-        + provenance(data, ("onnx", "onnxruntime"))
+        + provenance(data, versions)
         + "\n"
     )
 
@@ -689,6 +690,11 @@ def render_upstream(path: Path) -> str:
 
 def render_upstream_main(path: Path) -> str:
     return upstream_table("upstream_main.json")
+
+
+def render_tf2onnx_check(path: Path) -> str:
+    """``upstream/tf2onnx/check.sh --record``: its tree names the venv's versions."""
+    return upstream_table("tf2onnx_check.json", versions=())
 
 
 def pytest_total(data: dict[str, Any]) -> str:
@@ -871,6 +877,7 @@ SECTIONS: dict[str, tuple[Callable[[Path], str], str | None]] = {
     "kernel-fuzz": (render_kernel_fuzz, "kernel_fuzz.json"),
     "upstream": (render_upstream, "upstream.json"),
     "upstream-main": (render_upstream_main, "upstream_main.json"),
+    "tf2onnx-check": (render_tf2onnx_check, "tf2onnx_check.json"),
     "pytest-times": (render_pytest_times, "pytest_times.json"),
     "pytest-times-summary": (render_pytest_times_summary, "pytest_times.json"),
     "keras-export": (render_keras_export, "keras_export.json"),

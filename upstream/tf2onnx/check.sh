@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Applies the tf2onnx patch series to tf2onnx's source distribution and runs its tests.
 #
-#   bash upstream/tf2onnx/check.sh
+#   bash upstream/tf2onnx/check.sh [--record FILE]   FILE: docs/results/tf2onnx_check.json
 #
 # Steps: patches/ is what `upstream/series.py --root upstream/tf2onnx` writes from the sources and each
 # series applies on its own base (series.py check); the series applied with `git am` on the sdist of
@@ -23,7 +23,15 @@ VERSION="$(cat "$HERE/BASE")"
 CACHE="${TF2ONNX_UPSTREAM_CACHE:-$HOME/.cache/onnx-masked-rnn-tf2onnx}"
 ONNX_WHEELS="${ONNX_UPSTREAM_CACHE:-$HOME/.cache/onnx-masked-rnn-upstream}/wheel"
 PYTHON="${PYTHON:-python3.11}"
-(($#)) && { echo "usage: check.sh (no arguments)" >&2; exit 2; }
+RECORD=""
+if (($#)); then
+  if [[ $# -eq 2 && "$1" == --record ]]; then
+    RECORD="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+  else
+    echo "usage: check.sh [--record FILE]" >&2
+    exit 2
+  fi
+fi
 SRC="$CACHE/src" RESULTS="$CACHE/results" VENV="$CACHE/venv"
 START=$(date +%s)
 
@@ -137,4 +145,14 @@ run_pytest 1-keras3-sequential test_keras3_sequential.py test_api.py
 run_pytest 2-keras-masked-rnn test_keras_masked_rnn.py test_lstm.py test_gru.py
 
 step "done in $(($(date +%s) - START)) s"
-"$PYTHON" "$UPSTREAM/summarize.py" "${SUITES[@]}"
+RECORD_ARGS=()
+if [[ -n "$RECORD" ]]; then
+  REPO="$(cd "$UPSTREAM/.." && pwd)"
+  # The tree: the sdist, and the venv's pins (summarize.py runs outside the venv, so its versions
+  # line would be this interpreter's, not the tests').
+  RECORD_ARGS+=(--json "$RECORD" --command "bash upstream/tf2onnx/check.sh --record ${RECORD#"$REPO"/}"
+    --onnx "tf2onnx $VERSION (sdist), venv: $REQUIREMENTS, onnx from the onnx series' wheel ($ONNX_VERSION)"
+    --base "$VERSION" --seconds "$(($(date +%s) - START))"
+    --revision "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)")
+fi
+"$PYTHON" "$UPSTREAM/summarize.py" "${RECORD_ARGS[@]}" "${SUITES[@]}"
