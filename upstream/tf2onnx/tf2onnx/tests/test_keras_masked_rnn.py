@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 
-"""Masked Keras LSTM and GRU layers become ai.onnx.preview MaskedLSTM and MaskedGRU nodes (tf2onnx/masked_rnn.py).
+"""Masked Keras recurrent layers become ai.onnx.preview MaskedLSTM, MaskedGRU and MaskedRNN nodes (tf2onnx/masked_rnn.py).
 
 A covering set, not the cross product: every Keras flavour (Keras 3, tf_keras) meets every mask
 source (Masking, Embedding(mask_zero=True), an explicit mask input), every direction (forward,
@@ -10,8 +10,10 @@ stacked layers and every Bidirectional merge_mode appear at least once (initial_
 mask: Keras propagates no mask to a layer called with initial_state). Each model is compared with
 predict (1e-5) at two batch sizes and two lengths on post-padded, pre-padded and holed rows, and must
 hold one masked node per layer direction and no Loop. GRU: tf_keras (reset_after=True) with every mask
-source and direction; tf2onnx's GRU rewriter matches no Keras 3 GRU (masked or not: a Loop, as before). Keras 3's own model.export(format="onnx")
-emits them too.
+source and direction; Keras 3's GRU, GRU(reset_after=False) and SimpleRNN (both flavours) through
+keras_rnn_tf2_rewriter.py. Keras 3's own model.export(format="onnx") emits them too. A layer with
+stateful=True keeps what unpatched tf2onnx emits (logged); a layer called in a tf.while_loop or tf.cond
+becomes one recurrent node in the Loop or If.
 """
 
 import os
@@ -19,6 +21,7 @@ import os
 import keras
 import numpy as np
 import onnx
+import tensorflow as tf
 import tf_keras
 from backend_test_base import Tf2OnnxBackendTestBase
 from common import check_tf_min_version, unittest_main
@@ -319,7 +322,9 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         k = keras if flavour == "keras3" else tf_keras
         calls = [_build(k, spec) for spec in layers]
         model = _model(k, source, calls, initial_states)
-        model_proto, path = self._convert(model, max(self.config.opset, masked_rnn.MIN_OPSET))
+        with self.assertLogs("tf2onnx", "INFO") as logs:
+            model_proto, path = self._convert(model, max(self.config.opset, masked_rnn.MIN_OPSET))
+        self.assertFalse([line for line in logs.output if "kept as a loop" in line])
         masked = sum(_count(model_proto.graph, masked_op) for _, masked_op in KINDS.values())
         self.assertEqual(masked, directions)
         self.assertEqual(_count(model_proto.graph, "Loop"), 0)
@@ -407,6 +412,114 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         model = _model(k, "masking", [lambda x, mask, state: layer(x)])
         path = self._assert_kept(model, "odd_activation", "")
         self._compare(model, path, "masking")
+
+    @parameterized.expand(
+        [
+            # (name, flavour, kind, Bidirectional, Masking, the nodes unpatched tf2onnx emits)
+            ("keras3_lstm", "keras3", "LSTM", False, True, {"Loop": 1}),
+            ("tf_keras_bidirectional_lstm", "tf_keras", "LSTM", True, True, {"Loop": 2}),
+            ("keras3_bidirectional_gru", "keras3", "GRU", True, True, {"Loop": 2}),
+            ("tf_keras_gru", "tf_keras", "GRU", False, True, {"Loop": 1}),
+            ("tf_keras_rnn", "tf_keras", "SimpleRNN", False, True, {"Loop": 1}),
+            ("keras3_gru_unmasked", "keras3", "GRU", False, False, {"Loop": 1}),
+            ("tf_keras_lstm_unmasked", "tf_keras", "LSTM", False, False, {"LSTM": 1}),
+        ]
+    )
+    @check_tf_min_version("2.16")
+    def test_stateful_keeps_the_conversion(self, _, flavour, kind, bidirectional, masking, nodes):
+        # stateful=True: the state left by the last call is frozen into a constant initial state; the series
+        # keeps what unpatched tf2onnx emits (a masked layer's Loop, tf2onnx's LSTM or GRU node) and logs it
+        k = keras if flavour == "keras3" else tf_keras
+        batch, length = 2, 7
+        x = k.Input(batch_size=batch, shape=(None, FEATURES), name="x")
+        layer = getattr(k.layers, kind)(UNITS, stateful=True, return_sequences=True, name="stateful_rnn")
+        names = ["forward_stateful_rnn", "backward_stateful_rnn"] if bidirectional else ["stateful_rnn"]
+        if bidirectional:
+            layer = k.layers.Bidirectional(layer)
+        model = k.Model(x, layer(k.layers.Masking(0.0)(x) if masking else x))
+        feeds = _feeds("masking", batch, length, 0)
+        model.predict(feeds, verbose=0)  # a state that is not zeros
+        with self.assertLogs("tf2onnx", "INFO") as logs:  # tf2onnx logs the conversion's steps too
+            model_proto, path = self._convert(model, masked_rnn.MIN_OPSET)
+        kept = [line for line in logs.output if "kept as a loop" in line]
+        if "Loop" in nodes:
+            for name in names:
+                self.assertTrue(any("recurrent layer %s kept as a loop: stateful=True" % name in line for line in kept))
+        self.assertEqual(len(kept), nodes.get("Loop", 0), logs.output)
+        for op_type in ["Loop"] + [op for pair in KINDS.values() for op in (ONNX_OPS[pair[0]], pair[1])]:
+            self.assertEqual(_count(model_proto.graph, op_type), nodes.get(op_type, 0), op_type)
+        expected = model.predict(feeds, verbose=0)  # starts from the frozen state
+        actual = self.run_onnxruntime(path, {"x": feeds[0]}, None)
+        self.assertAllClose(expected, actual[0], rtol=1e-5, atol=1e-5)
+
+    @parameterized.expand(
+        [
+            # (name, flavour, kind, tf.while_loop or tf.cond, masked, layer options)
+            ("keras3_lstm_while_masked", "keras3", "lstm", "while", True, {}),
+            ("tf_keras_lstm_while", "tf_keras", "lstm", "while", False, {}),
+            ("tf_keras_lstm_while_masked_no_bias", "tf_keras", "lstm", "while", True, {"use_bias": False}),
+            ("keras3_lstm_cond", "keras3", "lstm", "cond", False, {}),
+            ("tf_keras_lstm_cond_masked", "tf_keras", "lstm", "cond", True, {}),
+            ("tf_keras_gru_while_masked", "tf_keras", "gru", "while", True, {}),
+            ("tf_keras_gru_cond", "tf_keras", "gru", "cond", False, {}),
+            ("keras3_gru_while_masked", "keras3", "gru", "while", True, {}),
+            (
+                "keras3_gru_reset_before_cond_masked",
+                "keras3",
+                "gru",
+                "cond",
+                True,
+                {"reset_after": False, "use_bias": False},
+            ),
+            ("tf_keras_gru_reset_before_while", "tf_keras", "gru", "while", False, {"reset_after": False}),
+            ("keras3_rnn_while", "keras3", "rnn", "while", False, {}),
+            ("tf_keras_rnn_cond_masked", "tf_keras", "rnn", "cond", True, {}),
+        ]
+    )
+    @check_tf_min_version("2.16")
+    def test_recurrent_in_control_flow(self, _, flavour, kind, where, masked, kwargs):
+        # a layer called in a tf.while_loop or tf.cond reads its weights from the body's or branch's inputs:
+        # one recurrent node in the Loop or If, its weights reordered by ONNX ops
+        k = keras if flavour == "keras3" else tf_keras
+        plain_op, masked_op = KINDS[kind]
+        layer = getattr(k.layers, plain_op)(UNITS, return_sequences=True, **kwargs)
+        layer.build((None, None, UNITS))
+        signature = [
+            tf.TensorSpec([None, None, UNITS], tf.float32, name="x"),
+            tf.TensorSpec([None, None], tf.bool, name="mask"),
+            tf.TensorSpec([], tf.int32, name="n"),
+        ]
+
+        def call(x, mask):
+            return layer(x, mask=mask) if masked else layer(x)
+
+        @tf.function(input_signature=signature)
+        def function(x, mask, n):
+            if where == "while":
+                return tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, call(y, mask)), [0, x])[1]
+            return tf.cond(n > 0, lambda: call(x, mask), lambda: x * 2.0)
+
+        path = os.path.join(self.test_data_directory, "control_flow.onnx")
+        model_proto, _ = tf2onnx.convert.from_function(
+            function, input_signature=signature, opset=masked_rnn.MIN_OPSET, output_path=path
+        )
+        outer = "Loop" if where == "while" else "If"
+        self.assertEqual([n.op_type for n in model_proto.graph.node].count(outer), 1)
+        self.assertEqual(_count(model_proto.graph, "Loop") + _count(model_proto.graph, "If"), 1)
+        body = [n for n in model_proto.graph.node if n.op_type == outer][0]
+        rnn_op = masked_op if masked else ONNX_OPS[plain_op]
+        self.assertEqual(sum(_count(a.g, rnn_op) for a in body.attribute if a.HasField("g")), 1)
+        nodes = sum(_count(model_proto.graph, op) for pair in KINDS.values() for op in (ONNX_OPS[pair[0]], pair[1]))
+        self.assertEqual(nodes, 1)
+        onnx.checker.check_model(model_proto)
+        for seed, (batch, length) in enumerate(SHAPES):
+            mask = _mask(batch, length)
+            x = np.random.default_rng(seed).uniform(-1, 1, (batch, length, UNITS)).astype(np.float32)
+            for n in (0, 1, 3):
+                feeds = {"x": x, "mask": mask, "n": np.array(n, dtype=np.int32)}
+                expected = function(**feeds).numpy()
+                actual = self.run_onnxruntime(path, feeds, None)[0]
+                self.assertAllClose(expected, actual, rtol=1e-5, atol=1e-5)
 
     @check_tf_min_version("2.16")
     def test_unmasked_lstm_stays_lstm(self):

@@ -10,7 +10,14 @@ the step's mask (a TensorListGetItem of a loop input): output = where(mask, h, p
 the zeros loop-invariant: zero_output_for_mask, which Bidirectional asks for with return_sequences),
 and every state where(mask, new, old). The rewriters turn such a loop into one ai.onnx.preview
 masked node (tf2onnx/masked_rnn.py).
+
+A layer with stateful=True keeps tf2onnx's conversion: the state it carries from one call to the next is
+frozen into a constant initial state, which the graph cannot tell from a layer's zeros, so
+tf2onnx.convert.from_keras names those layers (stateful_layers) and the rewriters decline their loops.
 """
+
+import contextlib
+import re
 
 from tf2onnx import logging, masked_rnn
 from tf2onnx.graph_builder import GraphBuilder
@@ -18,6 +25,58 @@ from tf2onnx.graph_builder import GraphBuilder
 logger = logging.getLogger(__name__)
 
 SELECTS = ("Select", "SelectV2")
+
+# (the names of the stateful recurrent layers, the names of all recurrent layers) of the Keras model that
+# tf2onnx.convert.from_keras converts
+_keras_layers = (frozenset(), frozenset())
+
+
+def _recurrent_layers(layer, found):
+    """Appends (name, stateful) of the recurrent layers in ``layer`` (a Keras layer or model) to ``found``."""
+    if hasattr(layer, "cell") and hasattr(layer, "stateful"):
+        found.append((layer.name, bool(layer.stateful)))
+    # Bidirectional's two layers, and the layers of a model (nested models included)
+    for sub in [getattr(layer, "forward_layer", None), getattr(layer, "backward_layer", None)]:
+        if sub is not None:
+            _recurrent_layers(sub, found)
+    for sub in getattr(layer, "layers", None) or []:
+        _recurrent_layers(sub, found)
+    return found
+
+
+@contextlib.contextmanager
+def stateful_layers(model):
+    """While converting the Keras ``model``: its recurrent layers with stateful=True keep their loops."""
+    global _keras_layers  # pylint: disable=global-statement
+    layers = _recurrent_layers(model, [])
+    previous = _keras_layers
+    _keras_layers = (frozenset(name for name, stateful in layers if stateful), frozenset(name for name, _ in layers))
+    try:
+        yield
+    finally:
+        _keras_layers = previous
+
+
+def stateful_layer(while_op):
+    """The name of the stateful Keras layer that runs ``while_op``, or None: the innermost part of its name
+    scope that names a recurrent layer of the model (as it is, or without the suffix _N that makes it unique)."""
+    stateful, names = _keras_layers
+    if not stateful:
+        return None
+    for scope in reversed(while_op.name.split("/")[:-1]):
+        if scope not in names:
+            scope = re.sub(r"_[0-9]+$", "", scope)
+        if scope in names:
+            return scope if scope in stateful else None
+    return None
+
+
+def keeps_stateful(while_op):
+    """Whether ``while_op`` runs a stateful Keras layer (logged): its rewrite is declined."""
+    name = stateful_layer(while_op)
+    if name is not None:
+        logger.info("recurrent layer %s kept as a loop: stateful=True (%s)", name, while_op.name)
+    return name is not None
 
 
 def skip_identities(node):

@@ -10,8 +10,10 @@ of keras_mask_utils, if any): a GRU cell h = z * h_prev + (1 - z) * hh (Keras' g
 ONNX's; reset_after=True is linear_before_reset=1) or a SimpleRNN cell h = f(x W + b + h_prev R). The
 weights are loop-invariant slices of the layer's kernel, recurrent kernel and bias (Identity, Split,
 SplitV, Unpack, Squeeze or StridedSlice of a loop input the body passes on unchanged), evaluated on the
-constants the While gets. A masked layer becomes a MaskedGRU or MaskedRNN node (ai.onnx.preview), an
-unmasked one a GRU or RNN node.
+constants the While gets, or computed by ONNX ops where the While gets tensors (a layer called in a
+tf.while_loop or tf.cond reads its weights from the body's or branch's inputs; keras_lstm_weights and
+keras_gru_weights do the same for rewriter_lstm_tf2 and rewrite_gru_tf2). A masked layer becomes a
+MaskedGRU or MaskedRNN node (ai.onnx.preview), an unmasked one a GRU or RNN node.
 
 A while loop that runs a Keras recurrent layer (it reads its step from one TensorList and writes its
 output to another) and that no rewriter converts keeps tf2onnx's conversion (a Loop), and its name
@@ -102,20 +104,73 @@ def _numpy_step(node, index):
     return None
 
 
+def _onnx_step(node, index):
+    """A function making ONNX ops of a graph g that compute output ``index`` of ``node`` from a tensor name,
+    (g, name) -> name, or None."""
+    op = node.type
+    if op == "Identity":
+        return lambda g, name: name
+    if op == "Squeeze":
+        dims = node.get_attr_value("squeeze_dims", [])
+        return (lambda g, name: GraphBuilder(g).make_squeeze({"data": name, "axes": dims})) if dims else None
+    if op == "Unpack":
+        axis = node.get_attr_value("axis", 0)
+
+        def unpack(g, name):
+            position = g.make_const(utils.make_name("index"), np.array(index, dtype=np.int64)).output[0]
+            return g.make_node("Gather", [name, position], attr={"axis": axis}).output[0]
+
+        return unpack
+    if op == "StridedSlice":
+        index_slices = _strided_slice(node)
+        if index_slices is None or any(s.step is not None and s.step <= 0 for s in index_slices):
+            return None
+        slices = {
+            "starts": [s.start or 0 for s in index_slices],
+            "ends": [np.iinfo(np.int64).max if s.stop is None else s.stop for s in index_slices],
+            "axes": list(range(len(index_slices))),
+            "steps": [s.step or 1 for s in index_slices],
+        }
+        return lambda g, name: GraphBuilder(g).make_slice({"data": name, **slices})
+    if op in ("Split", "SplitV"):
+        axis = _axis(node, 0 if op == "Split" else 2)
+        sizes = _split_sizes(node) if op == "SplitV" else None
+        if axis is None or sizes is not None and -1 in sizes:
+            return None
+        count = node.get_attr_value("num_split") if sizes is None else len(sizes)
+
+        def split(g, name):
+            # opset 18: the sizes as an input, or num_outputs
+            if g.opset < 18:
+                return None
+            if sizes is None:
+                parts = g.make_node("Split", [name], attr={"axis": axis, "num_outputs": count}, output_count=count)
+            else:
+                sizes_input = g.make_const(utils.make_name("sizes"), np.array(sizes, dtype=np.int64)).output[0]
+                parts = g.make_node("Split", [name, sizes_input], attr={"axis": axis}, output_count=count)
+            return parts.output[index]
+
+        return split
+    return None
+
+
 # the data input of the ops _numpy_step computes (0 if not listed)
 DATA_INPUT = {"Split": 1}
 
 
 def _invariant(g, name):
     """How the tensor ``name`` of the while body ``g`` is computed from a loop input that the body passes on
-    unchanged: (the input's index, functions to apply in order), or None."""
+    unchanged: (the input's index, the ops to apply in order: (numpy function, ONNX function or None)), or
+    None."""
     steps = []
     node = g.get_node_by_output(name)
     while node is not None and not node.is_graph_input():
-        step = _numpy_step(node, list(node.output).index(name))
+        index = list(node.output).index(name)
+        step = _numpy_step(node, index)
         if step is None:
             return None
-        steps.append(step)
+        # read now: the handlers convert the body's ops before the rewriter replaces the While
+        steps.append((step, _onnx_step(node, index)))
         name = node.input[DATA_INPUT.get(node.type, 0)]
         node = g.get_node_by_output(name)
     if node is None:
@@ -363,6 +418,7 @@ def _match_body(g):
                 "x_idx": g.input_names.index(x.input[0]),
                 "out_idx": out_idx,
                 "state_idx": state_idx,
+                "units": units,
                 "mask": mask_info,
             }
     return not_a_cell
@@ -374,9 +430,21 @@ def _value(g, op, weight):
     if not g.is_const(name):
         return None
     value = g.get_tensor_value(name, as_list=False)
-    for step in steps:
+    for step, _ in steps:
         value = step(value)
     return value
+
+
+def _tensor(g, op, weight):
+    """The weight (a tensor of ``g``) that the body of the While ``op`` computes from a loop input that is no
+    constant (a layer called in a tf.while_loop or tf.cond: the body's or branch's input), or None."""
+    idx, steps = weight
+    name = op.input[idx]
+    for _, step in steps:
+        name = step(g, name) if step is not None else None
+        if name is None:
+            return None
+    return name
 
 
 def _make_rnn_node(g, context, x, initial_state, weights):
@@ -388,6 +456,12 @@ def _make_rnn_node(g, context, x, initial_state, weights):
     w = g.make_const(utils.make_name("W"), np.expand_dims(kernel.T, 0)).output[0]
     r = g.make_const(utils.make_name("R"), np.expand_dims(recurrent_kernel.T, 0)).output[0]
     b = g.make_const(utils.make_name("B"), np.concatenate([bias, np.zeros_like(bias)])[None]).output[0]
+    return _rnn_node(g, context, x, initial_state, w, r, b)
+
+
+def _rnn_node(g, context, x, initial_state, w, r, b):
+    """An ONNX RNN node of the ONNX inputs W, R, B (tensor names)."""
+    units = context["units"]
     x_shape = g.get_shape(x)
     attr = {"direction": "forward", "hidden_size": units, "activations": context["activations"]}
     return g.make_node(
@@ -398,6 +472,47 @@ def _make_rnn_node(g, context, x, initial_state, weights):
         shapes=[[x_shape[0], 1, x_shape[1], units], [1, x_shape[1], units]],
         dtypes=[g.get_dtype(x)] * 2,
     )
+
+
+def _onnx_weights(g, context, weights):
+    """The ONNX inputs W, R, B (tensor names) of the Keras weights ``weights`` (tensor names), by ONNX ops."""
+    units, dtype = context["units"], utils.map_onnx_to_numpy_type(g.get_dtype(weights["kernel"]))
+    gates = 3 if context["kind"] == "GRU" else 1
+
+    def zeros():
+        return g.make_const(utils.make_name("zeros"), np.zeros([gates * units], dtype=dtype)).output[0]
+
+    bias = weights.get("bias") or zeros()
+    if context["kind"] == "GRU":
+        recurrent_kernel = weights["recurrent_kernel"]
+        if "recurrent_kernel_h" in weights:
+            recurrent_kernel = g.make_node(
+                "Concat", [recurrent_kernel, weights["recurrent_kernel_h"]], attr={"axis": 1}
+            ).output[0]
+        return keras_gru_weights(g, weights["kernel"], recurrent_kernel, bias, weights.get("recurrent_bias") or zeros())
+    builder = GraphBuilder(g)
+
+    def transposed(name):
+        return builder.make_unsqueeze(
+            {"data": g.make_node("Transpose", [name], attr={"perm": [1, 0]}).output[0], "axes": [0]}
+        )
+
+    b = builder.make_unsqueeze(
+        {"data": g.make_node("Concat", [bias, zeros()], attr={"axis": 0}).output[0], "axes": [0]}
+    )
+    return transposed(weights["kernel"]), transposed(weights["recurrent_kernel"]), b
+
+
+def _gru_node(g, context, x, initial_state, w, r, b):
+    """An ONNX GRU node of the ONNX inputs W, R, B (tensor names)."""
+    unit_context = UnitRnnContext()
+    unit_context.attributes["activations"] = context["activations"]
+    unit_context.attributes["linear_before_reset"] = context["linear_before_reset"]
+    unit_context.onnx_input_ids.update(
+        {"X": x, "sequence_lens": "", "initial_state": initial_state, "W": w, "R": r, "B": b}
+    )
+    unit_context.hidden_size = context["units"]
+    return GRUUnitRewriter(g).create_rnn_node(unit_context)
 
 
 def _make_gru_node(g, context, x, initial_state, weights):
@@ -427,13 +542,54 @@ def _make_gru_node(g, context, x, initial_state, weights):
     return gru_rewriter.create_rnn_node(unit_context)
 
 
+def keras_lstm_weights(g, wx, wh, b, units):
+    """The ONNX LSTM inputs W, R, B (tensor names) of a Keras LSTM's kernel ``wx`` [input, 4 units], recurrent
+    kernel ``wh`` [units, 4 units] and bias ``b`` [4 units] (or None), tensors of ``g`` that need not be
+    constants (a layer called in a tf.while_loop or tf.cond reads its weights from the body's or branch's
+    inputs): the gates reordered from Keras' i, f, c, o to ONNX's i, o, f, c by a Gather, the kernels
+    transposed, as rewriter_lstm_tf2 does with numpy on constants."""
+    dtype = utils.map_onnx_to_numpy_type(g.get_dtype(wx))
+    gate = [np.arange(k * units, (k + 1) * units) for k in range(4)]
+    order = g.make_const(utils.make_name("iofc"), np.concatenate([gate[0], gate[3], gate[1], gate[2]])).output[0]
+    builder = GraphBuilder(g)
+
+    def kernel(name):
+        columns = g.make_node("Gather", [name, order], attr={"axis": 1}).output[0]
+        transposed = g.make_node("Transpose", [columns], attr={"perm": [1, 0]}).output[0]
+        return builder.make_unsqueeze({"data": transposed, "axes": [0]})
+
+    rb = g.make_const(utils.make_name("Rb"), np.zeros([4 * units], dtype=dtype)).output[0]
+    wb = g.make_node("Gather", [b, order], attr={"axis": 0}).output[0] if b is not None else rb
+    bias = g.make_node("Concat", [wb, rb], attr={"axis": 0}).output[0]
+    return kernel(wx), kernel(wh), builder.make_unsqueeze({"data": bias, "axes": [0]})
+
+
+def keras_gru_weights(g, kernel, recurrent_kernel, bias, recurrent_bias):
+    """The ONNX GRU inputs W, R, B (tensor names) of a Keras GRU's kernel [input, 3 units], recurrent kernel
+    [units, 3 units], bias and recurrent bias [3 units], tensors of ``g`` that need not be constants (Keras'
+    gate order z, r, h is ONNX's): the kernels transposed, as GRUUnitRewriter does with numpy on constants."""
+    builder = GraphBuilder(g)
+
+    def unsqueeze(name):
+        return builder.make_unsqueeze({"data": name, "axes": [0]})
+
+    def transposed(name):
+        return unsqueeze(g.make_node("Transpose", [name], attr={"perm": [1, 0]}).output[0])
+
+    bias = g.make_node("Concat", [bias, recurrent_bias], attr={"axis": 0}).output[0]
+    return transposed(kernel), transposed(recurrent_kernel), unsqueeze(bias)
+
+
 def _rewrite(g, op, context):
     """Replaces the While ``op`` by the node of ``context``; the reason it cannot, or None."""
-    weights = {}
-    for name, weight in context["weights"].items():
-        weights[name] = _value(g, op, weight)
-        if weights[name] is None:
-            return "its %s is not a constant" % name
+    weights = {name: _value(g, op, weight) for name, weight in context["weights"].items()}
+    if any(value is None for value in weights.values()):
+        # a layer called in a tf.while_loop or tf.cond: ONNX ops compute the weights
+        weights = {name: _tensor(g, op, weight) for name, weight in context["weights"].items()}
+        missing = [name for name, value in weights.items() if value is None]
+        if missing:
+            return "its %s is neither a constant nor a slice of a tensor ONNX ops take" % missing[0]
+        weights = _onnx_weights(g, context, weights)
     tensor_array_inp = op.inputs[context["x_idx"]]
     if tensor_array_inp.type != "TensorListFromTensor":
         return "its input is not a tensor unstacked into a TensorList"
@@ -442,8 +598,12 @@ def _rewrite(g, op, context):
     if mask_info is not None and mask is None:
         return "its mask is not a tensor unstacked into a TensorList"
     initial_state = GraphBuilder(g).make_unsqueeze({"data": op.input[context["state_idx"]], "axes": [0]})
-    make = _make_gru_node if context["kind"] == "GRU" else _make_rnn_node
-    node = make(g, context, tensor_array_inp.input[0], initial_state, weights)
+    if isinstance(weights, tuple):
+        make = _gru_node if context["kind"] == "GRU" else _rnn_node
+        node = make(g, context, tensor_array_inp.input[0], initial_state, *weights)
+    else:
+        make = _make_gru_node if context["kind"] == "GRU" else _make_rnn_node
+        node = make(g, context, tensor_array_inp.input[0], initial_state, weights)
     if mask is not None:
         keras_mask_utils.make_masked(g, node, "Masked" + context["kind"], 6, mask, mask_info["masked_output"])
     output_ys = [
@@ -466,10 +626,15 @@ def rewrite_keras_rnn_tf2(g, ops):
             continue
         body_graph = find_function(op.get_attr_str("body"))
         context = body_graph.keras_rnn_rewriter_context
+        if body_graph.lstm_rewriter_context is not None or body_graph.gru_rewriter_context is not None:
+            # an LSTM or GRU step: rewriter_lstm_tf2's or rewrite_gru_tf2's
+            continue
         if context is None or not any(g.find_output_consumers(out) for out in op.output):
             # not a recurrent layer, or one that another rewriter converted
             continue
         if "logged" in context:
+            continue
+        if context.get("reason") is None and keras_mask_utils.keeps_stateful(op):
             continue
         reason = context.get("reason") or _rewrite(g, op, context)
         if reason is not None:
