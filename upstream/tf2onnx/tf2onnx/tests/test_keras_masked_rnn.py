@@ -12,8 +12,8 @@ predict (1e-5) at two batch sizes and two lengths on post-padded, pre-padded and
 hold one masked node per layer direction and no Loop. GRU: tf_keras (reset_after=True) with every mask
 source and direction; Keras 3's GRU, GRU(reset_after=False) and SimpleRNN (both flavours) through
 keras_rnn_tf2_rewriter.py. Keras 3's own model.export(format="onnx") emits them too. A layer with
-stateful=True keeps what unpatched tf2onnx emits (logged); a layer called in a tf.while_loop or tf.cond
-becomes one recurrent node in the Loop or If.
+stateful=True keeps what unpatched tf2onnx emits (logged; through from_keras and model.export); a layer
+called in a tf.while_loop or tf.cond becomes one recurrent node in the Loop or If.
 """
 
 import os
@@ -348,6 +348,39 @@ class KerasMaskedLSTMTests(Tf2OnnxBackendTestBase):
         self.assertEqual(_count(model_proto.graph, "MaskedLSTM"), 3)
         self.assertEqual(_count(model_proto.graph, "Loop"), 0)
         self._compare(model, path, "embedding")
+
+    @parameterized.expand(
+        [
+            ("lstm", "LSTM", False, ["stateful_rnn"]),
+            ("bidirectional_gru", "GRU", True, ["forward_stateful_rnn", "backward_stateful_rnn"]),
+        ]
+    )
+    @check_tf_min_version("2.16")
+    def test_keras_export_stateful_keeps_the_loop(self, _, kind, bidirectional, names):
+        # model.export calls from_function, which has no Keras model to read stateful from: it names the while
+        # loops whose outputs the traced function assigns to variables (the state for the next call)
+        batch, length = 2, 5
+        x = keras.Input(batch_shape=(batch, length, FEATURES), name="x")
+        layer = getattr(keras.layers, kind)(UNITS, stateful=True, return_sequences=True, name="stateful_rnn")
+        if bidirectional:
+            layer = keras.layers.Bidirectional(layer)
+        model = keras.Model(x, layer(keras.layers.Masking(0.0)(x)))
+        feeds = _feeds("masking", batch, length, 0)
+        model.predict(feeds, verbose=0)  # a state that is not zeros
+        path = os.path.join(self.test_data_directory, "export_stateful.onnx")
+        with self.assertLogs("tf2onnx.rewriter.keras_mask_utils", "INFO") as logs:
+            model.export(path, format="onnx", opset_version=masked_rnn.MIN_OPSET, verbose=False)
+        kept = [line for line in logs.output if "kept as a loop: stateful=True" in line]
+        self.assertEqual(len(kept), len(names), logs.output)
+        for name in names:
+            self.assertTrue(any("recurrent layer %s" % name in line for line in kept), kept)
+        model_proto = onnx.load(path)
+        self.assertEqual(_count(model_proto.graph, "Loop"), len(names))
+        for op in ("MaskedLSTM", "MaskedGRU", "LSTM", "GRU"):
+            self.assertEqual(_count(model_proto.graph, op), 0, op)
+        expected = model.predict(feeds, verbose=0)  # starts from the frozen state
+        actual = self.run_onnxruntime(path, {"x": feeds[0]}, None)
+        self.assertAllClose(expected, actual[0], rtol=1e-5, atol=1e-5)
 
     @check_tf_min_version("2.16")
     def test_below_opset_18_keeps_the_loop(self):

@@ -13,7 +13,9 @@ masked node (tf2onnx/masked_rnn.py).
 
 A layer with stateful=True keeps tf2onnx's conversion: the state it carries from one call to the next is
 frozen into a constant initial state, which the graph cannot tell from a layer's zeros, so
-tf2onnx.convert.from_keras names those layers (stateful_layers) and the rewriters decline their loops.
+tf2onnx.convert.from_keras names those layers (stateful_layers) and tf2onnx.convert.from_function (which
+Keras 3's model.export(format="onnx") calls) names the while loops whose outputs the traced function
+assigns to variables (stateful_loops), and the rewriters decline those loops.
 """
 
 import contextlib
@@ -29,6 +31,9 @@ SELECTS = ("Select", "SelectV2")
 # (the names of the stateful recurrent layers, the names of all recurrent layers) of the Keras model that
 # tf2onnx.convert.from_keras converts
 _keras_layers = (frozenset(), frozenset())
+# the names of the while loops whose outputs the function that tf2onnx.convert.from_function converts
+# assigns to variables (a stateful layer's state for its next call)
+_stateful_loops = frozenset()
 
 
 def _recurrent_layers(layer, found):
@@ -57,9 +62,43 @@ def stateful_layers(model):
         _keras_layers = previous
 
 
+def _assigned_loops(graph_def):
+    """The names of the While ops of ``graph_def`` (its own nodes) one of whose outputs, through Identity ops,
+    an AssignVariableOp writes to a variable."""
+    nodes = {node.name: node for node in graph_def.node}
+    found = set()
+    for node in graph_def.node:
+        if node.op != "AssignVariableOp" or len(node.input) < 2:
+            continue
+        source = nodes.get(node.input[1].lstrip("^").split(":")[0])
+        while source is not None and source.op == "Identity" and source.input:
+            source = nodes.get(source.input[0].lstrip("^").split(":")[0])
+        if source is not None and source.op in ("While", "StatelessWhile"):
+            found.add(source.name)
+    return found
+
+
+@contextlib.contextmanager
+def stateful_loops(concrete_func):
+    """While converting the traced ``concrete_func``: the while loops whose outputs it assigns to variables (a
+    Keras layer with stateful=True stores its last state so) keep their loops."""
+    global _stateful_loops  # pylint: disable=global-statement
+    previous = _stateful_loops
+    _stateful_loops = frozenset(_assigned_loops(concrete_func.graph.as_graph_def()))
+    try:
+        yield
+    finally:
+        _stateful_loops = previous
+
+
 def stateful_layer(while_op):
     """The name of the stateful Keras layer that runs ``while_op``, or None: the innermost part of its name
-    scope that names a recurrent layer of the model (as it is, or without the suffix _N that makes it unique)."""
+    scope that names a recurrent layer of the model (as it is, or without the suffix _N that makes it unique),
+    or, for a loop whose outputs the converted function assigns to variables, the innermost part of its name
+    scope (the scope Keras gives the layer's call)."""
+    if while_op.name in _stateful_loops:
+        scopes = while_op.name.split("/")[:-1]
+        return scopes[-1] if scopes else while_op.name
     stateful, names = _keras_layers
     if not stateful:
         return None
