@@ -1,8 +1,6 @@
 #include "gemm.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -43,8 +41,6 @@ OrtOp* CreateGemm(const OrtKernelInfo* info, int inputs) {
     if (attr != nullptr) ORT_CALL(ReleaseOpAttr, attr);
   }
   if (status != nullptr) {  // no Gemm kernel for this type: the plain loop serves
-    if (std::getenv("OMR_DEBUG"))
-      std::fprintf(stderr, "CreateGemm: %s\n", ORT_CALL(GetErrorMessage, status));
     ORT_CALL(ReleaseStatus, status);
     return nullptr;
   }
@@ -136,10 +132,14 @@ void Gemm<C>::Run(const OrtKernelContext* context, const C* a, int64_t m, int64_
 template <class C>
 Gemm<C>::Repeated::Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b,
                             int64_t n, C* out, const Repeated* same_b)
-    : gemm_(gemm), a_(a), k_(k), n_(n), out_(out) {
+    : gemm_(gemm), a_(a), b_(b), k_(k), n_(n), out_(out) {
   if constexpr (std::is_same_v<C, float>) {
-    // One row is a matrix-vector product, which packing does not speed up: onnxruntime's Gemm
-    // serves it, without the packed copy.
+    // One row is a matrix-vector product, which reads each element of b once: packing would
+    // only add a copy.
+    if (PackedProduct::Available() && max_m == 1 && k > 0 && n > 0) {
+      matvec_ = true;
+      return;
+    }
     if (PackedProduct::Available() && max_m > 1 && k > 0 && n > 0) {
       packed_ = same_b != nullptr && same_b->packed_ != nullptr
                     ? same_b->packed_
@@ -177,6 +177,10 @@ void Gemm<C>::Repeated::Run(const OrtKernelContext* context, int64_t m) {
   if constexpr (std::is_same_v<C, float>) {
     if (packed_ != nullptr) {
       RunPacked(context, m);
+      return;
+    }
+    if (matvec_) {
+      RunMatVec(context);
       return;
     }
   }
@@ -223,6 +227,45 @@ void Gemm<C>::Repeated::RunPacked(const OrtKernelContext* context, int64_t m) {
     Check(ORT_CALL(KernelContext_ParallelFor, context, run, static_cast<size_t>(chunks), 0, &job));
   } else {
     (void)context, (void)m;
+  }
+}
+
+template <class C>
+void Gemm<C>::Repeated::RunRows(const C* a, int64_t first, int64_t last) const {
+  if constexpr (std::is_same_v<C, float>) {
+    if (last > first && n_ > 0) {
+      packed_->Run(a + first * k_, last - first, out_ + first * n_, 0, packed_->panels());
+    }
+  } else {
+    (void)a, (void)first, (void)last;
+  }
+}
+
+template <class C>
+void Gemm<C>::Repeated::RunMatVec(const OrtKernelContext* context) {
+  if constexpr (std::is_same_v<C, float>) {
+    // Contiguous ranges of rows of b of about kChunkWork multiply-adds each, whole blocks of 8.
+    constexpr int64_t kChunkWork = int64_t{1} << 16;
+    const int64_t chunks = std::clamp<int64_t>(n_ * k_ / kChunkWork, 1, (n_ + 7) / 8);
+    if (chunks == 1) {
+      PackedProduct::MatVec(b_, k_, a_, out_, 0, n_);
+      return;
+    }
+    struct Job {
+      const float *b, *a;
+      int64_t k, n, chunks;
+      float* out;
+    } job{b_, a_, k_, n_, chunks, out_};
+    auto run = [](void* data, size_t index) {
+      const Job& j = *static_cast<const Job*>(data);
+      const auto c = static_cast<int64_t>(index);
+      const int64_t blocks = (j.n + 7) / 8;
+      PackedProduct::MatVec(j.b, j.k, j.a, j.out, std::min(j.n, c * blocks / j.chunks * 8),
+                            std::min(j.n, (c + 1) * blocks / j.chunks * 8));
+    };
+    Check(ORT_CALL(KernelContext_ParallelFor, context, run, static_cast<size_t>(chunks), 0, &job));
+  } else {
+    (void)context;
   }
 }
 

@@ -32,10 +32,11 @@ class Gemm {
   // One recurrent product repeated over a run's steps, out[m, n] = a[m, k] · b[n, k]ᵀ for the
   // first m rows of fixed buffers a and out: the runtime's tensors of b, and of a and out for each
   // m met, are made once per run instead of once per step (and b is transposed once for the
-  // plain loop). In float32 on a CPU that has it, the product runs on b packed once per run, at
-  // its first step (packed_gemm.h), instead of onnxruntime's Gemm, which packs b at every call;
-  // `same_b`, a product of the same b, shares its packing. Belongs to one Compute call: the
-  // kernel keeps no state between runs.
+  // plain loop). In float32 on a CPU that has it (packed_gemm.h), the product runs on b packed
+  // once per run, at its first step, instead of onnxruntime's Gemm, which packs b at every call;
+  // `same_b`, a product of the same b, shares its packing. With max_m = 1 it is a
+  // matrix-vector product on b as it is. Belongs to one Compute call: the kernel keeps no state
+  // between runs.
   class Repeated {
    public:
     Repeated(const Gemm& gemm, const C* a, int64_t max_m, int64_t k, const C* b, int64_t n, C* out,
@@ -46,12 +47,25 @@ class Gemm {
 
     void Run(const OrtKernelContext* context, int64_t m);
 
+    // Whether the product runs on b packed, so that its rows can also be run apart (RunRows).
+    bool packed() const { return packed_ != nullptr; }
+
+    // Packs b if it is not yet: before RunRows, on one thread.
+    void Prepare() { packed_->Pack(); }
+
+    // Rows [first, last) of out = a · bᵀ, on the calling thread, for a packed product; a (rows k
+    // long) stands for the buffer given at construction.
+    void RunRows(const C* a, int64_t first, int64_t last) const;
+
    private:
     void RunPacked(const OrtKernelContext* context, int64_t m);
+    void RunMatVec(const OrtKernelContext* context);
 
     const Gemm& gemm_;
     const C* a_;
+    const C* b_;
     int64_t k_, n_;
+    bool matvec_ = false;  // float32, one row: PackedProduct::MatVec
     C* out_;
     OrtValue* b_value_ = nullptr;
     std::vector<OrtValue*> a_values_, out_values_;  // by m, made on first use

@@ -235,34 +235,24 @@ struct Problem {
   C* Y_c;
 };
 
-// Runs body(first, last, scratch) over the rows [0, rows) of a step in chunks of about
-// kChunkValues values of h, on the session's intra-op threads (without a thread pool onnxruntime
-// runs them one after the other). A chunk's rows and scratch (scratch_size values, from
-// `scratch`) are its own, so the results do not depend on the number of threads.
-constexpr int64_t kChunkValues = 1024;
-
-inline int64_t RowsPerChunk(int64_t H) {
-  return std::max<int64_t>(1, kChunkValues / std::max<int64_t>(H, 1));
-}
-
-inline int64_t RowChunks(int64_t rows, int64_t H) {
-  return std::max<int64_t>(1, (rows + RowsPerChunk(H) - 1) / RowsPerChunk(H));
-}
-
+// Runs body(first, last, scratch) over the rows [0, rows) in chunks of `per` rows, on the
+// session's intra-op threads (without a thread pool onnxruntime runs them one after the
+// other). A chunk's rows and scratch (scratch_size values, from `scratch`) are its own, so the
+// results do not depend on the number of threads.
 template <class C, class Body>
-void ParallelRows(const OrtKernelContext* context, int64_t rows, int64_t H, C* scratch,
-                  int64_t scratch_size, Body&& body) {
-  const int64_t chunks = RowChunks(rows, H);
+void ParallelRows(const OrtKernelContext* context, int64_t rows, int64_t per, C* scratch,
+                  int64_t scratch_size, const Body& body) {
+  const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
   if (chunks <= 1) {
     body(int64_t{0}, rows, scratch);
     return;
   }
   struct Job {
-    Body* body;
+    const Body* body;
     int64_t rows, per;
     C* scratch;
     int64_t scratch_size;
-  } job{&body, rows, RowsPerChunk(H), scratch, scratch_size};
+  } job{&body, rows, per, scratch, scratch_size};
   auto run = [](void* data, size_t index) {
     const Job& j = *static_cast<const Job*>(data);
     const int64_t first = static_cast<int64_t>(index) * j.per;
@@ -270,6 +260,22 @@ void ParallelRows(const OrtKernelContext* context, int64_t rows, int64_t H, C* s
               j.scratch + static_cast<int64_t>(index) * j.scratch_size);
   };
   Check(ORT_CALL(KernelContext_ParallelFor, context, run, static_cast<size_t>(chunks), 0, &job));
+}
+
+// Rows per chunk of a step's cells alone: about kChunkValues values of h.
+constexpr int64_t kChunkValues = 1024;
+
+inline int64_t RowsPerChunk(int64_t H) {
+  return std::max<int64_t>(1, kChunkValues / std::max<int64_t>(H, 1));
+}
+
+// Rows per range of the batch that runs through every step on one thread: whole blocks of 8 rows
+// (the packed product's), at most kRowRanges ranges (each reads all the weights at every step).
+constexpr int64_t kRowRanges = 8;
+
+inline int64_t RowsPerRange(int64_t rows) {
+  const int64_t blocks = (rows + 7) / 8;
+  return 8 * ((blocks + kRowRanges - 1) / kRowRanges);
 }
 
 // Runs every direction of the masked recurrence (spec/semantics.md section 3).
@@ -297,9 +303,15 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     }
   }
 
-  // Input projections of every processed step and direction at once: X · Wᵀ for the rows of X
-  // the mask keeps (all of them, or those gathered), [cells, D*G*H] (the bias is added at each
-  // step); slot[row of X] is the row's place there.
+  // With the packed product, LSTM and RNN with the default activations compute each step's gates
+  // as one product of the rows [x_t | h] and [W | R] (`joined`), which keeps X · Wᵀ in cache.
+  // Otherwise the input projections of every processed step and direction are one product first:
+  // X · Wᵀ for the rows of X the mask keeps (all of them, or those gathered), [cells, D*G*H] (the
+  // bias is added at each step); slot[row of X] is the row's place there. (Unbounded activations
+  // can make a recurrence amplify a rounding: they keep the order of the reference's sums.)
+  bool joined = std::is_same_v<C, float> && !gru && N > 1 && H > 0 && PackedProduct::Available();
+  for (int64_t d = 0; d < D; ++d)
+    joined = joined && DefaultActivations(attrs.op, attrs.activations[d]);
   std::vector<C> bias(static_cast<size_t>(D * GH), C(0));
   if (p.B != nullptr) {
     for (int64_t d = 0; d < D; ++d) {
@@ -312,8 +324,10 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   }
   auto x_row = [&](int64_t t, int64_t b) { return layout1 ? b * T + t : t * N + b; };
   std::vector<int64_t> slot;
-  std::unique_ptr<C[]> xw(new C[static_cast<size_t>(cells * D * GH)]);  // written by the product
-  if (cells == T * N) {
+  std::unique_ptr<C[]> xw(new C[static_cast<size_t>(joined ? 0 : cells * D * GH)]);
+  if (joined) {
+    // X · Wᵀ joins the recurrent product at each step (below).
+  } else if (cells == T * N) {
     gemm.Run(context, p.X, T * N, I, p.W, D * GH, nullptr, xw.get());
   } else if (cells > 0) {
     slot.assign(static_cast<size_t>(T * N), -1);
@@ -329,13 +343,15 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
   }
 
   std::vector<C> h(static_cast<size_t>(N * H)), c(lstm ? static_cast<size_t>(N * H) : 0);
-  std::vector<C> gathered(static_cast<size_t>(N * H)), rec(static_cast<size_t>(N * GH));
+  // gathered: the rows entering a step's product (joined: [x_t | h], I + H long; else h).
+  const int64_t gathered_k = joined ? I + H : H;
+  std::vector<C> gathered(static_cast<size_t>(N * gathered_k)), rec(static_cast<size_t>(N * GH));
   std::vector<C> zr(gru ? static_cast<size_t>(2 * N * H) : 0), rh(gru ? N * H : 0);
   std::vector<C> rec_h(gru ? static_cast<size_t>(N * H) : 0);
-  std::vector<C> gates(static_cast<size_t>(RowChunks(N, H) * 5 * H));
+  const int64_t max_chunks = std::max((N + RowsPerChunk(H) - 1) / RowsPerChunk(H), kRowRanges);
+  std::vector<C> gates(static_cast<size_t>(max_chunks * 5 * H));
   std::vector<C> zeros(static_cast<size_t>(3 * H), C(0));
-  std::vector<int64_t> active;
-  active.reserve(static_cast<size_t>(N));
+  std::vector<int64_t> active(static_cast<size_t>(N));
   std::vector<uint8_t> seen(static_cast<size_t>(N));
   const int64_t first = gru && !lbr ? 2 * H : GH;  // GRU without lbr: z and r first
 
@@ -355,6 +371,11 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       rec_reset = std::make_unique<typename Gemm<C>::Repeated>(gemm, rh.data(), N, H, R + 2 * H * H,
                                                                H, rec_h.data());
     }
+    // joined: the product of [x_t | h] and [W | R] (n = G*H, k = I + H).
+    std::unique_ptr<PackedProduct> joined_product;
+    if constexpr (std::is_same_v<C, float>) {
+      if (joined) joined_product = std::make_unique<PackedProduct>(p.W + d * GH * I, GH, I, R, H);
+    }
     auto state_at = [&](int64_t b) { return (layout1 ? b * D + d : d * N + b) * H; };
     for (int64_t b = 0; b < N; ++b) {
       for (int64_t j = 0; j < H; ++j) {
@@ -363,163 +384,218 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       }
       seen[b] = 0;
     }
-    for (int64_t s = 0; s < T; ++s) {
-      const int64_t t = reverse ? T - 1 - s : s;
-      active.clear();
-      for (int64_t b = 0; b < N; ++b) {
-        if (m[t * N + b]) active.push_back(b);
+    auto xw_at = [&](int64_t t, int64_t b) -> C* {
+      const int64_t row = x_row(t, b);
+      return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
+    };
+    // The bias joins X · Wᵀ in the first pass over a row, while it is in cache, rather than as a
+    // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
+    auto biased = [&](int64_t t, int64_t b) -> const C* {
+      if (joined) return &bias[d * GH];  // X · Wᵀ is in the recurrent product
+      C* x = xw_at(t, b);
+      const C* xb = &bias[d * GH];
+      for (int64_t j = 0; j < GH; ++j) x[j] += xb[j];
+      return x;
+    };
+    // The cells at step t of the rows active[i0..i1), from their recurrent products in rec's rows
+    // i0..i1, with `g` as scratch (5 * H values of the caller's own).
+    auto lstm_rows = [&](int64_t t, int64_t i0, int64_t i1, C* g) {
+      C* gi = g;
+      C* go = gi + H;
+      C* gf = go + H;
+      C* gc = gf + H;
+      C* ht = gc + H;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = active[i];
+        const C* x = biased(t, b);
+        const C* r = rec.data() + i * GH;
+        C* cb = &c[b * H];
+        if constexpr (std::is_same_v<C, float>) {
+          if (fast) {
+            LstmRowDefault(x, r, p.P != nullptr ? peep : nullptr, cb, &h[b * H], H, clip_bound,
+                           attrs.input_forget, g);
+            continue;
+          }
+        }
+        for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
+        Apply(acts[0], gi, H);
+        if (attrs.input_forget) {
+          for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+        } else {
+          for (int64_t j = 0; j < H; ++j) {
+            gf[j] = clipped(x[2 * H + j] + r[2 * H + j] + peep[2 * H + j] * cb[j]);
+          }
+          Apply(acts[0], gf, H);
+        }
+        for (int64_t j = 0; j < H; ++j) gc[j] = clipped(x[3 * H + j] + r[3 * H + j]);
+        Apply(acts[1], gc, H);
+        for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+        for (int64_t j = 0; j < H; ++j) go[j] = clipped(x[H + j] + r[H + j] + peep[H + j] * cb[j]);
+        Apply(acts[0], go, H);
+        std::memcpy(ht, cb, sizeof(C) * H);
+        Apply(acts[2], ht, H);
+        C* hb = &h[b * H];
+        for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
       }
-      const int64_t na = static_cast<int64_t>(active.size());
-      auto xw_at = [&](int64_t b) -> C* {
-        const int64_t row = x_row(t, b);
-        return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
-      };
-      // The bias joins X · Wᵀ in the first pass over a row, while it is in cache, rather than as a
-      // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
-      auto biased = [&](int64_t b) {
-        C* x = xw_at(b);
-        const C* xb = &bias[d * GH];
-        for (int64_t j = 0; j < GH; ++j) x[j] += xb[j];
-        return x;
-      };
-      if (na > 0) {
+    };
+    // GRU: z and r (and r * h without linear_before_reset); with it and the default activations,
+    // the whole cell.
+    const int64_t stride = first;
+    auto gru_gates = [&](int64_t t, int64_t i0, int64_t i1, C* g) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const C* x = biased(t, active[i]);
+        const C* r = rec.data() + i * stride;
+        C* z = &zr[i * 2 * H];
+        if constexpr (std::is_same_v<C, float>) {
+          if (fast && lbr) {
+            GruRowLinearDefault(x, r, Rb_h, &h[active[i] * H], H, clip_bound, g);
+            continue;
+          }
+          if (fast) {
+            GruGatesDefault(x, r, &h[active[i] * H], z, &rh[i * H], H, clip_bound);
+            continue;
+          }
+        }
+        for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
+        Apply(acts[0], z, 2 * H);
+        if (!lbr) {
+          const C* hb = &h[active[i] * H];
+          for (int64_t j = 0; j < H; ++j) rh[i * H + j] = z[H + j] * hb[j];
+        }
+      }
+    };
+    auto gru_candidate = [&](int64_t t, int64_t i0, int64_t i1, C* g) {
+      C* cand = g;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = active[i];
+        const C* x = xw_at(t, b) + 2 * H;
+        const C* z = &zr[i * 2 * H];
+        const C* rg = z + H;
+        if constexpr (std::is_same_v<C, float>) {
+          if (fast) {
+            GruCandidateDefault(x, &rec_h[i * H], z, &h[b * H], H, clip_bound, g);
+            continue;
+          }
+        }
+        if (lbr) {
+          const C* r = rec.data() + i * GH + 2 * H;
+          for (int64_t j = 0; j < H; ++j) {
+            cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
+          }
+        } else {
+          const C* r = &rec_h[i * H];
+          for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + r[j]);
+        }
+        Apply(acts[1], cand, H);
+        C* hb = &h[b * H];
+        for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * cand[j] + z[j] * hb[j];
+      }
+    };
+    auto rnn_rows = [&](int64_t t, int64_t i0, int64_t i1, C*) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = active[i];
+        const C* x = biased(t, b);
+        const C* r = rec.data() + i * H;
+        C* hb = &h[b * H];
+        if constexpr (std::is_same_v<C, float>) {
+          if (fast) {
+            RnnRowDefault(x, r, hb, H, clip_bound);
+            continue;
+          }
+        }
+        for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
+        Apply(acts[0], hb, H);
+      }
+    };
+    // Every step for the rows [b0, b1) of the batch, with g as scratch. A row's recurrence reads no
+    // other row, and every buffer indexed by a row's place in `active` is used at the places
+    // [b0, b1) only, so ranges of rows run apart. `pooled` (the whole batch): each step's products
+    // and cells use the session's threads; otherwise the range runs on the calling thread, which
+    // needs the packed product.
+    auto run_rows = [&](int64_t b0, int64_t b1, C* g, bool pooled) {
+      for (int64_t s = 0; s < T; ++s) {
+        const int64_t t = reverse ? T - 1 - s : s;
+        int64_t na = 0;
+        for (int64_t b = b0; b < b1; ++b) {
+          if (m[t * N + b]) active[b0 + na++] = b;
+        }
+        const int64_t i0 = b0, i1 = b0 + na;
         // Only the rows processed at this step enter the recurrent product.
-        if (na < N) {
-          for (int64_t i = 0; i < na; ++i) {
+        const bool some = na < b1 - b0;
+        if (joined) {
+          for (int64_t i = i0; i < i1; ++i) {
+            C* row = &gathered[i * (I + H)];
+            std::memcpy(row, p.X + x_row(t, active[i]) * I, sizeof(C) * I);
+            std::memcpy(row + I, &h[active[i] * H], sizeof(C) * H);
+          }
+        } else if (some) {
+          for (int64_t i = i0; i < i1; ++i) {
             std::memcpy(&gathered[i * H], &h[active[i] * H], sizeof(C) * H);
           }
-          rec_some.Run(context, na);
-        } else {
-          rec_all.Run(context, na);
         }
-        if (lstm) {
-          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
-            C* gi = g;
-            C* go = gi + H;
-            C* gf = go + H;
-            C* gc = gf + H;
-            C* ht = gc + H;
-            for (int64_t i = i0; i < i1; ++i) {
-              const int64_t b = active[i];
-              const C* x = biased(b);
-              const C* r = rec.data() + i * GH;
-              C* cb = &c[b * H];
-              if constexpr (std::is_same_v<C, float>) {
-                if (fast) {
-                  LstmRowDefault(x, r, p.P != nullptr ? peep : nullptr, cb, &h[b * H], H,
-                                 clip_bound, attrs.input_forget, g);
-                  continue;
-                }
-              }
-              for (int64_t j = 0; j < H; ++j) gi[j] = clipped(x[j] + r[j] + peep[j] * cb[j]);
-              Apply(acts[0], gi, H);
-              if (attrs.input_forget) {
-                for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
-              } else {
-                for (int64_t j = 0; j < H; ++j) {
-                  gf[j] = clipped(x[2 * H + j] + r[2 * H + j] + peep[2 * H + j] * cb[j]);
-                }
-                Apply(acts[0], gf, H);
-              }
-              for (int64_t j = 0; j < H; ++j) gc[j] = clipped(x[3 * H + j] + r[3 * H + j]);
-              Apply(acts[1], gc, H);
-              for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
-              for (int64_t j = 0; j < H; ++j)
-                go[j] = clipped(x[H + j] + r[H + j] + peep[H + j] * cb[j]);
-              Apply(acts[0], go, H);
-              std::memcpy(ht, cb, sizeof(C) * H);
-              Apply(acts[2], ht, H);
-              C* hb = &h[b * H];
-              for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * ht[j];
-            }
-          });
-        } else if (gru) {
-          const int64_t stride = first;
-          // z and r (and r * h without linear_before_reset); with it and the default
-          // activations, the whole cell.
-          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
-            for (int64_t i = i0; i < i1; ++i) {
-              const C* x = biased(active[i]);
-              const C* r = rec.data() + i * stride;
-              C* z = &zr[i * 2 * H];
-              if constexpr (std::is_same_v<C, float>) {
-                if (fast && lbr) {
-                  GruRowLinearDefault(x, r, Rb_h, &h[active[i] * H], H, clip_bound, g);
-                  continue;
-                }
-                if (fast) {
-                  GruGatesDefault(x, r, &h[active[i] * H], z, &rh[i * H], H, clip_bound);
-                  continue;
-                }
-              }
-              for (int64_t j = 0; j < 2 * H; ++j) z[j] = clipped(x[j] + r[j]);
-              Apply(acts[0], z, 2 * H);
-              if (!lbr) {
-                const C* hb = &h[active[i] * H];
-                for (int64_t j = 0; j < H; ++j) rh[i * H + j] = z[H + j] * hb[j];
-              }
-            }
-          });
-          if (!lbr) rec_reset->Run(context, na);
-          if (!(fast && lbr)) {
-            ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C* g) {
-              C* cand = g;
-              for (int64_t i = i0; i < i1; ++i) {
-                const int64_t b = active[i];
-                const C* x = xw_at(b) + 2 * H;
-                const C* z = &zr[i * 2 * H];
-                const C* rg = z + H;
-                if constexpr (std::is_same_v<C, float>) {
-                  if (fast) {
-                    GruCandidateDefault(x, &rec_h[i * H], z, &h[b * H], H, clip_bound, g);
-                    continue;
-                  }
-                }
-                if (lbr) {
-                  const C* r = rec.data() + i * GH + 2 * H;
-                  for (int64_t j = 0; j < H; ++j) {
-                    cand[j] = clipped(x[j] + rg[j] * (r[j] + Rb_h[j]));
-                  }
-                } else {
-                  const C* r = &rec_h[i * H];
-                  for (int64_t j = 0; j < H; ++j) cand[j] = clipped(x[j] + r[j]);
-                }
-                Apply(acts[1], cand, H);
-                C* hb = &h[b * H];
-                for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * cand[j] + z[j] * hb[j];
-              }
-            });
+        if (na > 0 && joined) {
+          if constexpr (std::is_same_v<C, float>) {
+            joined_product->Run(&gathered[i0 * (I + H)], na, &rec[i0 * GH], 0,
+                                joined_product->panels());
           }
-        } else {
-          ParallelRows(context, na, H, gates.data(), 5 * H, [&](int64_t i0, int64_t i1, C*) {
-            for (int64_t i = i0; i < i1; ++i) {
-              const int64_t b = active[i];
-              const C* x = biased(b);
-              const C* r = rec.data() + i * H;
-              C* hb = &h[b * H];
-              if constexpr (std::is_same_v<C, float>) {
-                if (fast) {
-                  RnnRowDefault(x, r, hb, H, clip_bound);
-                  continue;
-                }
-              }
-              for (int64_t j = 0; j < H; ++j) hb[j] = clipped(x[j] + r[j]);
-              Apply(acts[0], hb, H);
-            }
-          });
+          if (lstm) {
+            lstm_rows(t, i0, i1, g);
+          } else {
+            rnn_rows(t, i0, i1, g);
+          }
+        } else if (na > 0 && !pooled) {
+          rec_all.RunRows(some ? gathered.data() : h.data(), i0, i1);
+          if (lstm) {
+            lstm_rows(t, i0, i1, g);
+          } else if (gru) {
+            gru_gates(t, i0, i1, g);
+            if (!lbr) rec_reset->RunRows(rh.data(), i0, i1);
+            if (!(fast && lbr)) gru_candidate(t, i0, i1, g);
+          } else {
+            rnn_rows(t, i0, i1, g);
+          }
+        } else if (na > 0) {
+          (some ? rec_some : rec_all).Run(context, na);
+          auto cells = [&](const auto& rows) {
+            ParallelRows(context, na, RowsPerChunk(H), g, 5 * H,
+                         [&](int64_t r0, int64_t r1, C* rg) { rows(t, r0, r1, rg); });
+          };
+          if (lstm) {
+            cells(lstm_rows);
+          } else if (gru) {
+            cells(gru_gates);
+            if (!lbr) rec_reset->Run(context, na);
+            if (!(fast && lbr)) cells(gru_candidate);
+          } else {
+            cells(rnn_rows);
+          }
+        }
+        for (int64_t b = b0; b < b1; ++b) {
+          const bool on = m[t * N + b] != 0;
+          if (on) seen[b] = 1;
+          if (p.Y == nullptr) continue;
+          C* y = p.Y + (layout1 ? (b * T + t) * D + d : (t * D + d) * N + b) * H;
+          if (on || (attrs.carry && seen[b])) {
+            std::memcpy(y, &h[b * H], sizeof(C) * H);
+          } else {
+            for (int64_t j = 0; j < H; ++j) y[j] = C(0);
+          }
         }
       }
-      for (int64_t b = 0; b < N; ++b) {
-        const bool on = m[t * N + b] != 0;
-        if (on) seen[b] = 1;
-        if (p.Y == nullptr) continue;
-        C* y = p.Y + (layout1 ? (b * T + t) * D + d : (t * D + d) * N + b) * H;
-        if (on || (attrs.carry && seen[b])) {
-          std::memcpy(y, &h[b * H], sizeof(C) * H);
-        } else {
-          for (int64_t j = 0; j < H; ++j) y[j] = C(0);
-        }
+    };
+    if ((joined || rec_all.packed()) && N > 1) {
+      // Ranges of rows on the session's threads, each through every step: one pass over the
+      // thread pool per direction (onnxruntime's LSTM parallelises its batch the same way).
+      if (joined_product != nullptr) {
+        joined_product->Pack();
+      } else {
+        rec_all.Prepare();
+        if (rec_reset != nullptr) rec_reset->Prepare();
       }
+      ParallelRows(context, N, RowsPerRange(N), gates.data(), 5 * H,
+                   [&](int64_t b0, int64_t b1, C* g) { run_rows(b0, b1, g, false); });
+    } else {
+      run_rows(0, N, gates.data(), true);
     }
     for (int64_t b = 0; b < N; ++b) {
       if (p.Y_h != nullptr) std::memcpy(p.Y_h + state_at(b), &h[b * H], sizeof(C) * H);

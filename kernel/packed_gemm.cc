@@ -1,6 +1,7 @@
 #include "packed_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -86,12 +87,98 @@ __attribute__((target("avx2,fma"))) void Block256(const float* a, int64_t k, con
   }
 }
 
+// GCC 12's AVX-512 shuffle intrinsics start from an undefined vector, which -Wmaybe-uninitialized
+// reports wherever they are inlined (GCC bug 105593): the lanes read are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The sum of v's 16 lanes, pairwise (halves, then quarters, ...).
+__attribute__((target("avx512f"))) inline float Sum512(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
+// out[j] = b[j, :] · a for rows [first, last) of b, 8 rows at a time (8 independent chains of
+// fused multiply-adds over k, 16 lanes each), each row's lanes added pairwise at the end.
+__attribute__((target("avx512f"))) void MatVec512(const float* b, int64_t k, const float* a,
+                                                  float* out, int64_t first, int64_t last) {
+  const int64_t whole = k - k % 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (k % 16)) - 1);
+  int64_t j = first;
+  for (; j + 8 <= last; j += 8) {
+    __m512 acc[8];
+    for (int r = 0; r < 8; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < whole; p += 16) {
+      const __m512 x = _mm512_loadu_ps(a + p);
+      for (int r = 0; r < 8; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(b + (j + r) * k + p), x, acc[r]);
+    }
+    if (tail != 0) {
+      const __m512 x = _mm512_maskz_loadu_ps(tail, a + whole);
+      for (int r = 0; r < 8; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + (j + r) * k + whole), x, acc[r]);
+    }
+    for (int r = 0; r < 8; ++r) out[j + r] = Sum512(acc[r]);
+  }
+  for (; j < last; ++j) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t p = 0; p < whole; p += 16)
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(b + j * k + p), _mm512_loadu_ps(a + p), acc);
+    if (tail != 0) {
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + j * k + whole),
+                            _mm512_maskz_loadu_ps(tail, a + whole), acc);
+    }
+    out[j] = Sum512(acc);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// The same with 8 lanes in AVX2 registers; the k % 8 last products are added in order after the
+// lanes.
+__attribute__((target("avx2,fma"))) inline float Sum256(const __m256 v, const float* row,
+                                                        const float* a, int64_t whole, int64_t k) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  float sum = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+  for (int64_t p = whole; p < k; ++p) sum = std::fma(row[p], a[p], sum);
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) void MatVec256(const float* b, int64_t k, const float* a,
+                                                   float* out, int64_t first, int64_t last) {
+  const int64_t whole = k - k % 8;
+  int64_t j = first;
+  for (; j + 8 <= last; j += 8) {
+    __m256 acc[8];
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < whole; p += 8) {
+      const __m256 x = _mm256_loadu_ps(a + p);
+      for (int r = 0; r < 8; ++r)
+        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(b + (j + r) * k + p), x, acc[r]);
+    }
+    for (int r = 0; r < 8; ++r) out[j + r] = Sum256(acc[r], b + (j + r) * k, a, whole, k);
+  }
+  for (; j < last; ++j) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t p = 0; p < whole; p += 8)
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(b + j * k + p), _mm256_loadu_ps(a + p), acc);
+    out[j] = Sum256(acc, b + j * k, a, whole, k);
+  }
+}
+
+using MatVecFn = void (*)(const float*, int64_t, const float*, float*, int64_t, int64_t);
+
 using BlockFn = void (*)(const float*, int64_t, const float*, float*, int64_t, int64_t);
 
 // For each count of rows r (1 <= r <= rows), the block that takes r rows and the panels it takes,
 // and the block for r rows and one panel, for the panels a wider block does not reach.
 struct Kernels {
   int rows = 0;  // 0: no packed product (onnxruntime's Gemm serves)
+  MatVecFn matvec = nullptr;
   BlockFn blocks[9] = {};
   int panels[9] = {};
   BlockFn narrow[9] = {};
@@ -100,6 +187,7 @@ struct Kernels {
 Kernels Avx512() {
   Kernels k;
   k.rows = 8;
+  k.matvec = MatVec512;
   const BlockFn fns[] = {nullptr,        Block512<1, 4>, Block512<2, 4>,
                          Block512<3, 2>, Block512<4, 2>, Block512<5, 1>,
                          Block512<6, 1>, Block512<7, 1>, Block512<8, 1>};
@@ -116,6 +204,7 @@ Kernels Avx512() {
 Kernels Avx2() {
   Kernels k;
   k.rows = 3;
+  k.matvec = MatVec256;
   const BlockFn fns[] = {nullptr, Block256<1, 2>, Block256<2, 1>, Block256<3, 1>};
   const int panels[] = {0, 2, 1, 1};
   const BlockFn narrow[] = {nullptr, Block256<1, 1>, Block256<2, 1>, Block256<3, 1>};
@@ -166,15 +255,17 @@ bool PackedProduct::Available() {
 
 #endif
 
-PackedProduct::PackedProduct(const float* b, int64_t n, int64_t k)
-    : b_(b), n_(n), k_(k), panels_((n + kPanel - 1) / kPanel) {}
+PackedProduct::PackedProduct(const float* b, int64_t n, int64_t k, const float* b2, int64_t k2)
+    : b_(b), b2_(b2), n_(n), k1_(k), k_(k + k2), panels_((n + kPanel - 1) / kPanel) {}
 
 void PackedProduct::Pack() {
   if (!packed_.empty()) return;
   packed_.assign(static_cast<size_t>(panels_ * k_ * kPanel), 0.0f);
+  const int64_t k2 = k_ - k1_;
   for (int64_t j = 0; j < n_; ++j) {
     float* panel = &packed_[(j / kPanel) * k_ * kPanel + j % kPanel];
-    for (int64_t p = 0; p < k_; ++p) panel[p * kPanel] = b_[j * k_ + p];
+    for (int64_t p = 0; p < k1_; ++p) panel[p * kPanel] = b_[j * k1_ + p];
+    for (int64_t p = 0; p < k2; ++p) panel[(k1_ + p) * kPanel] = b2_[j * k2 + p];
   }
 }
 
@@ -200,6 +291,15 @@ void PackedProduct::Run(const float* a, int64_t m, float* out, int64_t panel_fir
   for (; q < panel_last; ++q) block(kernels.narrow[rows], whole, q, 1);
 #else
   (void)a, (void)m, (void)out, (void)panel_first, (void)panel_last;
+#endif
+}
+
+void PackedProduct::MatVec(const float* b, int64_t k, const float* a, float* out, int64_t row_first,
+                           int64_t row_last) {
+#ifdef OMR_PACKED_X86
+  Chosen().matvec(b, k, a, out, row_first, row_last);
+#else
+  (void)b, (void)k, (void)a, (void)out, (void)row_first, (void)row_last;
 #endif
 }
 

@@ -1,13 +1,15 @@
 """The tests' shared toolkit: running a model in onnxruntime, the paths that make a model holding
 masked nodes runnable, the tolerances of a result against its oracle (each named with its reason),
 where the checkout and the test tree are, and how a regenerated conformance output is compared with
-the shipped one."""
+the shipped one, and how a script of the repository is imported."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import onnx
@@ -18,6 +20,16 @@ from onnx_masked_rnn import attach_functions, inline
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
+
+
+def load_script(path: str) -> ModuleType:
+    """The repository's script at ``path`` (relative to the checkout, e.g. ``scripts/x.py``),
+    imported as a module named after its file."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # name -> what makes a model with masked nodes runnable in onnxruntime: the function bodies attached
 # as model-local functions, and ``inline`` in each of its forms (the Scan body in the "capture" and

@@ -5,16 +5,13 @@ here. CI does not re-measure; the records are checked for their provenance inste
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-from toolkit import ROOT
+from toolkit import ROOT, load_script
 
-_loader = importlib.util.spec_from_file_location("generate_docs", ROOT / "scripts" / "generate_docs.py")
-generate_docs = importlib.util.module_from_spec(_loader)
-_loader.loader.exec_module(generate_docs)
+generate_docs = load_script("scripts/generate_docs.py")
 
 DOCUMENTS = generate_docs.documents()
 RECORDS = sorted(generate_docs.RESULTS.glob("*.json"))
@@ -98,9 +95,7 @@ def test_record_names_date_command_machine_and_versions(path: Path) -> None:
 
 def test_upstream_record_is_what_summarize_prints(tmp_path: Path, monkeypatch, capsys) -> None:
     """upstream/summarize.py writes what it prints (one format), and the docs render that record."""
-    loader = importlib.util.spec_from_file_location("summarize", ROOT / "upstream" / "summarize.py")
-    summarize = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(summarize)
+    summarize = load_script("upstream/summarize.py")
     (tmp_path / "1-scan.xml").write_text(
         '<testsuites><testsuite tests="200" failures="1" errors="1" skipped="100"/></testsuites>'
     )

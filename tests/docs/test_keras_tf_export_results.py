@@ -5,21 +5,15 @@ not re-run here: the table must be the record's, and the record must be complete
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from toolkit import ROOT
+from toolkit import ROOT, load_script
 
 RESULTS = ROOT / "docs" / "results" / "keras_tf_export.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "bench_keras_tf_export", ROOT / "scripts" / "bench_keras_tf_export.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench_keras_tf_export.py")
 
 
 def test_docs_table_is_the_recorded_one() -> None:

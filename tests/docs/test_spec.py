@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import numpy as np
@@ -19,15 +18,13 @@ import onnx
 import onnx.parser
 import pytest
 import toolkit
-from toolkit import ROOT
+from toolkit import ROOT, load_script
 
 from onnx_masked_rnn import register_schemas
 from onnx_masked_rnn.attributes import ACTIVATIONS, MASKED_OUTPUT_MODES, OP_SPECS
 from onnx_masked_rnn.conformance.expect import Case, expect, recording
 
-_loader = importlib.util.spec_from_file_location("generate_docs", ROOT / "scripts" / "generate_docs.py")
-generate_docs = importlib.util.module_from_spec(_loader)
-_loader.loader.exec_module(generate_docs)
+generate_docs = load_script("scripts/generate_docs.py")
 
 OPS = tuple(OP_SPECS)
 

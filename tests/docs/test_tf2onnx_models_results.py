@@ -4,21 +4,15 @@ re-run here: the table must be the record's, and the record must be complete).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from toolkit import ROOT
+from toolkit import ROOT, load_script
 
 RESULTS = ROOT / "docs" / "results" / "tf2onnx_models.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "bench_tf2onnx_models", ROOT / "scripts" / "bench_tf2onnx_models.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench_tf2onnx_models.py")
 
 
 def test_docs_table_is_the_recorded_one() -> None:
