@@ -293,25 +293,23 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
 
   // The effective mask m[t, b] = mask[t, b] and t < sequence_lens[b], time-major.
   std::vector<uint8_t> m(static_cast<size_t>(T * N), 1);
-  int64_t cells = 0;
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t b = 0; b < N; ++b) {
       bool on = p.mask == nullptr || p.mask[layout1 ? b * T + t : t * N + b] != 0;
       if (p.sequence_lens != nullptr && t >= p.sequence_lens[b]) on = false;
       m[t * N + b] = on;
-      cells += on;
     }
   }
 
   // With the packed product, LSTM and RNN with the default activations compute each step's gates
   // as one product of the rows [x_t | h] and [W | R] (`joined`), which keeps X · Wᵀ in cache.
-  // Otherwise the input projections of every processed step and direction are one product first:
-  // X · Wᵀ for the rows of X the mask keeps (all of them, or those gathered), [cells, D*G*H] (the
-  // bias is added at each step); slot[row of X] is the row's place there. (Unbounded activations
-  // can make a recurrence amplify a rounding: they keep the order of the reference's sums.)
+  // Otherwise a direction's input projections X · Wᵀ are products of their own, of the rows of X
+  // the mask keeps (`project`; the bias is added at each step). (Unbounded activations can make a
+  // recurrence amplify a rounding: they keep the order of the reference's sums.)
   bool joined = std::is_same_v<C, float> && !gru && N > 1 && H > 0 && PackedProduct::Available();
-  for (int64_t d = 0; d < D; ++d)
+  for (int64_t d = 0; d < D; ++d) {
     joined = joined && DefaultActivations(attrs.op, attrs.activations[d]);
+  }
   std::vector<C> bias(static_cast<size_t>(D * GH), C(0));
   if (p.B != nullptr) {
     for (int64_t d = 0; d < D; ++d) {
@@ -323,24 +321,32 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     }
   }
   auto x_row = [&](int64_t t, int64_t b) { return layout1 ? b * T + t : t * N + b; };
-  std::vector<int64_t> slot;
-  std::unique_ptr<C[]> xw(new C[static_cast<size_t>(joined ? 0 : cells * D * GH)]);
-  if (joined) {
-    // X · Wᵀ joins the recurrent product at each step (below).
-  } else if (cells == T * N) {
-    gemm.Run(context, p.X, T * N, I, p.W, D * GH, nullptr, xw.get());
-  } else if (cells > 0) {
-    slot.assign(static_cast<size_t>(T * N), -1);
-    std::unique_ptr<C[]> kept(new C[static_cast<size_t>(cells * I)]);
+  // The steps whose projections are made at once: all of them when ranges of rows run apart (see
+  // run_rows), kProjectedSteps at a time otherwise, which bounds the memory they take.
+  constexpr int64_t kProjectedSteps = 64;
+  std::vector<int64_t> slot(joined ? 0 : static_cast<size_t>(T * N), -1);
+  std::vector<C> xw;
+  // X · W_dᵀ of the kept rows of X at the steps [s0, s1) of direction d's order into xw, each at
+  // xw[slot[row of X] * G*H].
+  auto project = [&](int64_t d, bool reverse, int64_t s0, int64_t s1) {
     int64_t k = 0;
-    for (int64_t row = 0; row < T * N; ++row) {
-      const int64_t t = layout1 ? row % T : row / N, b = layout1 ? row / T : row % N;
-      if (!m[t * N + b]) continue;
-      std::memcpy(&kept[k * I], p.X + row * I, sizeof(C) * I);
-      slot[row] = k++;
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t t = reverse ? T - 1 - s : s;
+      for (int64_t b = 0; b < N; ++b) k += m[t * N + b];
     }
-    gemm.Run(context, kept.get(), cells, I, p.W, D * GH, nullptr, xw.get());
-  }
+    std::vector<C> kept(static_cast<size_t>(k * I));
+    xw.resize(static_cast<size_t>(k * GH));
+    k = 0;
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t t = reverse ? T - 1 - s : s;
+      for (int64_t b = 0; b < N; ++b) {
+        if (!m[t * N + b]) continue;
+        std::memcpy(&kept[k * I], p.X + x_row(t, b) * I, sizeof(C) * I);
+        slot[x_row(t, b)] = k++;
+      }
+    }
+    gemm.Run(context, kept.data(), k, I, p.W + d * GH * I, GH, nullptr, xw.data());
+  };
 
   std::vector<C> h(static_cast<size_t>(N * H)), c(lstm ? static_cast<size_t>(N * H) : 0);
   // gathered: the rows entering a step's product (joined: [x_t | h], I + H long; else h).
@@ -386,10 +392,10 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     }
     auto xw_at = [&](int64_t t, int64_t b) -> C* {
       const int64_t row = x_row(t, b);
-      return xw.get() + (slot.empty() ? row : slot[row]) * D * GH + d * GH;
+      return xw.data() + slot[row] * GH;
     };
     // The bias joins X · Wᵀ in the first pass over a row, while it is in cache, rather than as a
-    // pass of onnxruntime's Gemm over the whole [cells, D*G*H] product: the same sum.
+    // pass of onnxruntime's Gemm over the whole product of the kept rows: the same sum.
     auto biased = [&](int64_t t, int64_t b) -> const C* {
       if (joined) return &bias[d * GH];  // X · Wᵀ is in the recurrent product
       C* x = xw_at(t, b);
@@ -515,6 +521,9 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
     auto run_rows = [&](int64_t b0, int64_t b1, C* g, bool pooled) {
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = reverse ? T - 1 - s : s;
+        if (pooled && !joined && s % kProjectedSteps == 0) {
+          project(d, reverse, s, std::min(s + kProjectedSteps, T));
+        }
         int64_t na = 0;
         for (int64_t b = b0; b < b1; ++b) {
           if (m[t * N + b]) active[b0 + na++] = b;
@@ -589,6 +598,7 @@ void Recur(const Attributes& attrs, const Gemm<C>& gemm, const OrtKernelContext*
       if (joined_product != nullptr) {
         joined_product->Pack();
       } else {
+        project(d, reverse, 0, T);
         rec_all.Prepare();
         if (rec_reset != nullptr) rec_reset->Prepare();
       }

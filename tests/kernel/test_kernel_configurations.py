@@ -146,10 +146,12 @@ FAMILIES: dict[str, list[Job]] = {
         for op in OPS
         for n in range(1, 18)
     ],
+    # 150 steps: the input projections made 64 steps at a time where a step's rows run together
+    # (batch 1; with onnxruntime's Gemm, every batch), whole where ranges of rows run apart
     "larger sizes": [
         job(op, shape=shape, attributes={"direction": "bidirectional", "masked_output": m}, mask_kind=kind)
         for op in OPS
-        for shape in ((17, 9, 33, 40), (3, 70, 5, 130))
+        for shape in ((17, 9, 33, 40), (3, 70, 5, 130), (150, 1, 6, 12), (150, 3, 6, 12))
         for m in MASKED_OUTPUT_MODES
         for kind in ("right_padded", "holes")
     ],
