@@ -15,6 +15,11 @@
 namespace omr {
 
 #ifdef OMR_PACKED_X86
+// GCC 12's AVX-512 shuffle intrinsics start from an undefined vector, which -Wuninitialized reports
+// wherever they are inlined (GCC bug 105593): the lanes read are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
 
 constexpr int64_t kPanel = PackedProduct::kPanel;
@@ -87,11 +92,6 @@ __attribute__((target("avx2,fma"))) void Block256(const float* a, int64_t k, con
   }
 }
 
-// GCC 12's AVX-512 shuffle intrinsics start from an undefined vector, which -Wmaybe-uninitialized
-// reports wherever they are inlined (GCC bug 105593): the lanes read are all defined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 // The sum of v's 16 lanes, pairwise (halves, then quarters, ...).
 __attribute__((target("avx512f"))) inline float Sum512(__m512 v) {
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
@@ -101,73 +101,58 @@ __attribute__((target("avx512f"))) inline float Sum512(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
-// out[j] = b[j, :] · a for rows [first, last) of b, 8 rows at a time (8 independent chains of
-// fused multiply-adds over k, 16 lanes each), each row's lanes added pairwise at the end.
-__attribute__((target("avx512f"))) void MatVec512(const float* b, int64_t k, const float* a,
-                                                  float* out, int64_t first, int64_t last) {
+// out[0, Rows) = the first Rows rows of b (rows k long) · a: Rows independent chains of fused
+// multiply-adds over k, 16 lanes each, each row's lanes added pairwise at the end.
+template <int Rows>
+__attribute__((target("avx512f"))) void Dots512(const float* b, int64_t k, const float* a,
+                                                float* out) {
   const int64_t whole = k - k % 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (k % 16)) - 1);
-  int64_t j = first;
-  for (; j + 8 <= last; j += 8) {
-    __m512 acc[8];
-    for (int r = 0; r < 8; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t p = 0; p < whole; p += 16) {
-      const __m512 x = _mm512_loadu_ps(a + p);
-      for (int r = 0; r < 8; ++r)
-        acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(b + (j + r) * k + p), x, acc[r]);
-    }
-    if (tail != 0) {
-      const __m512 x = _mm512_maskz_loadu_ps(tail, a + whole);
-      for (int r = 0; r < 8; ++r)
-        acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + (j + r) * k + whole), x, acc[r]);
-    }
-    for (int r = 0; r < 8; ++r) out[j + r] = Sum512(acc[r]);
+  __m512 acc[Rows];
+  for (int r = 0; r < Rows; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < whole; p += 16) {
+    const __m512 x = _mm512_loadu_ps(a + p);
+    for (int r = 0; r < Rows; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(b + r * k + p), x, acc[r]);
   }
-  for (; j < last; ++j) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t p = 0; p < whole; p += 16)
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(b + j * k + p), _mm512_loadu_ps(a + p), acc);
-    if (tail != 0) {
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + j * k + whole),
-                            _mm512_maskz_loadu_ps(tail, a + whole), acc);
-    }
-    out[j] = Sum512(acc);
+  if (tail != 0) {
+    const __m512 x = _mm512_maskz_loadu_ps(tail, a + whole);
+    for (int r = 0; r < Rows; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + r * k + whole), x, acc[r]);
   }
+  for (int r = 0; r < Rows; ++r) out[r] = Sum512(acc[r]);
 }
-
-#pragma GCC diagnostic pop
 
 // The same with 8 lanes in AVX2 registers; the k % 8 last products are added in order after the
 // lanes.
-__attribute__((target("avx2,fma"))) inline float Sum256(const __m256 v, const float* row,
-                                                        const float* a, int64_t whole, int64_t k) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  float sum = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-  for (int64_t p = whole; p < k; ++p) sum = std::fma(row[p], a[p], sum);
-  return sum;
+template <int Rows>
+__attribute__((target("avx2,fma"))) void Dots256(const float* b, int64_t k, const float* a,
+                                                 float* out) {
+  const int64_t whole = k - k % 8;
+  __m256 acc[Rows];
+  for (int r = 0; r < Rows; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < whole; p += 8) {
+    const __m256 x = _mm256_loadu_ps(a + p);
+    for (int r = 0; r < Rows; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(b + r * k + p), x, acc[r]);
+  }
+  for (int r = 0; r < Rows; ++r) {
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    float sum = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+    for (int64_t p = whole; p < k; ++p) sum = std::fma(b[r * k + p], a[p], sum);
+    out[r] = sum;
+  }
 }
 
-__attribute__((target("avx2,fma"))) void MatVec256(const float* b, int64_t k, const float* a,
-                                                   float* out, int64_t first, int64_t last) {
-  const int64_t whole = k - k % 8;
+// out[j] = b[j, :] · a for rows [first, last) of b, 8 rows at a time.
+template <void (*Eight)(const float*, int64_t, const float*, float*),
+          void (*One)(const float*, int64_t, const float*, float*)>
+void MatVecRows(const float* b, int64_t k, const float* a, float* out, int64_t first,
+                int64_t last) {
   int64_t j = first;
-  for (; j + 8 <= last; j += 8) {
-    __m256 acc[8];
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t p = 0; p < whole; p += 8) {
-      const __m256 x = _mm256_loadu_ps(a + p);
-      for (int r = 0; r < 8; ++r)
-        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(b + (j + r) * k + p), x, acc[r]);
-    }
-    for (int r = 0; r < 8; ++r) out[j + r] = Sum256(acc[r], b + (j + r) * k, a, whole, k);
-  }
-  for (; j < last; ++j) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t p = 0; p < whole; p += 8)
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(b + j * k + p), _mm256_loadu_ps(a + p), acc);
-    out[j] = Sum256(acc, b + j * k, a, whole, k);
-  }
+  for (; j + 8 <= last; j += 8) Eight(b + j * k, k, a, out + j);
+  for (; j < last; ++j) One(b + j * k, k, a, out + j);
 }
 
 using MatVecFn = void (*)(const float*, int64_t, const float*, float*, int64_t, int64_t);
@@ -187,7 +172,7 @@ struct Kernels {
 Kernels Avx512() {
   Kernels k;
   k.rows = 8;
-  k.matvec = MatVec512;
+  k.matvec = MatVecRows<Dots512<8>, Dots512<1>>;
   const BlockFn fns[] = {nullptr,        Block512<1, 4>, Block512<2, 4>,
                          Block512<3, 2>, Block512<4, 2>, Block512<5, 1>,
                          Block512<6, 1>, Block512<7, 1>, Block512<8, 1>};
@@ -204,7 +189,7 @@ Kernels Avx512() {
 Kernels Avx2() {
   Kernels k;
   k.rows = 3;
-  k.matvec = MatVec256;
+  k.matvec = MatVecRows<Dots256<8>, Dots256<1>>;
   const BlockFn fns[] = {nullptr, Block256<1, 2>, Block256<2, 1>, Block256<3, 1>};
   const int panels[] = {0, 2, 1, 1};
   const BlockFn narrow[] = {nullptr, Block256<1, 1>, Block256<2, 1>, Block256<3, 1>};
@@ -240,6 +225,7 @@ const Kernels& Chosen() {
 }
 
 }  // namespace
+#pragma GCC diagnostic pop
 
 bool PackedProduct::Available() { return Chosen().rows > 0; }
 

@@ -75,7 +75,7 @@ RECORDERS = {
     "fuzz.json": "onnx-masked-rnn fuzz --cases 300 --seed 0 --json docs/results/fuzz.json",
     "kernel_fuzz.json": "onnx-masked-rnn fuzz --path kernel --json docs/results/kernel_fuzz.json",
     "kernel_bench.json": "onnx-masked-rnn bench --ops LSTM GRU RNN --variants kernel 'gemm floor' "
-    "--repeat 20 --json docs/results/kernel_bench.json",
+    "--repeat 30 --json docs/results/kernel_bench.json",
     "upstream.json": "bash upstream/check.sh --record docs/results/upstream.json",
     "upstream_main.json": "bash upstream/check.sh --source DIR --record docs/results/upstream_main.json",
     "pytest_times.json": f"pytest --junitxml=JUNIT.xml; python {SCRIPT} record-pytest-times JUNIT.xml "
