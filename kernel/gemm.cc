@@ -10,6 +10,10 @@ namespace omr {
 
 namespace {
 
+// Multiply-adds per task when a product is split over the intra-op threads (MLAS's grain for a
+// thread), so that a small product stays on the calling thread.
+constexpr int64_t kChunkWork = int64_t{1} << 16;
+
 template <class C>
 constexpr ONNXTensorElementDataType kElementType =
     std::is_same_v<C, float> ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
@@ -203,9 +207,7 @@ void Gemm<C>::Repeated::Run(const OrtKernelContext* context, int64_t m) {
 template <class C>
 void Gemm<C>::Repeated::RunPacked(const OrtKernelContext* context, int64_t m) {
   if constexpr (std::is_same_v<C, float>) {
-    // Contiguous ranges of panels of about kChunkWork multiply-adds each (MLAS's grain for a
-    // thread), so that a small product stays on the calling thread.
-    constexpr int64_t kChunkWork = int64_t{1} << 16;
+    // Contiguous ranges of panels of about kChunkWork multiply-adds each.
     packed_->Pack();
     const int64_t panels = packed_->panels();
     const int64_t chunks = std::clamp<int64_t>(m * n_ * k_ / kChunkWork, 1, panels);
@@ -245,7 +247,6 @@ template <class C>
 void Gemm<C>::Repeated::RunMatVec(const OrtKernelContext* context) {
   if constexpr (std::is_same_v<C, float>) {
     // Contiguous ranges of rows of b of about kChunkWork multiply-adds each, whole blocks of 8.
-    constexpr int64_t kChunkWork = int64_t{1} << 16;
     const int64_t chunks = std::clamp<int64_t>(n_ * k_ / kChunkWork, 1, (n_ + 7) / 8);
     if (chunks == 1) {
       PackedProduct::MatVec(b_, k_, a_, out_, 0, n_);
